@@ -1,0 +1,48 @@
+"""seqheur — evaluate file-server read-ahead heuristics by replaying real NFS traces.
+
+The public API is imported lazily (``seqheur.reads`` loads only what it needs), so that the
+CLI starts fast and lower layers never pull in higher ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> "module:attribute" (modules relative to this package)
+_API: dict[str, str] = {
+    # schema and I/O
+    "REQUEST_SCHEMA": "schema:REQUEST_SCHEMA",
+    "IngestReport": "schema:IngestReport",
+    "validate": "schema:validate",
+    "file_id_of": "schema:file_id_of",
+    "SeqheurError": "errors:SeqheurError",
+    "IngestError": "errors:IngestError",
+    # ingest
+    "read_trace": "ingest:read_trace",
+    "read_table": "ingest.generic:read_table",
+    "read_csv": "ingest.generic:read_csv",
+    # streams
+    "ReadStream": "streams:ReadStream",
+    "reads": "streams:reads",
+    "trace_stats": "streams:trace_stats",
+    # workloads
+    "workloads": "workloads",
+}
+
+
+def __getattr__(name: str) -> Any:
+    target = _API.get(name)
+    if target is None:
+        raise AttributeError(f"module 'seqheur' has no attribute {name!r}")
+    module_name, _, attr = target.partition(":")
+    module = importlib.import_module(f".{module_name}", __name__)
+    value = getattr(module, attr) if attr else module
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + list(_API))

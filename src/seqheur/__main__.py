@@ -1,0 +1,3 @@
+from seqheur.cli import main
+
+main()

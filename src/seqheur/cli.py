@@ -1,0 +1,60 @@
+"""The ``seqheur`` command line. Every verb is a thin wrapper over the public API.
+
+Heavy modules are imported inside the commands so that ``seqheur --help`` starts fast.
+User errors (SeqheurError) print one line and exit 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from . import __version__
+from .errors import SeqheurError
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SeqheurError as exc:
+            click.echo(f"seqheur: error: {exc}", err=True)
+            ctx.exit(1)
+        except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+            click.echo(f"seqheur: error: {exc.filename}: {exc.strerror}", err=True)
+            ctx.exit(1)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="seqheur")
+def cli() -> None:
+    """Evaluate NFS server read-ahead heuristics by replaying real traces.
+
+    \b
+    Example:
+      seqheur synth paper --readers 32 --reorder 0.06 -o t.parquet
+      seqheur stats t.parquet --json
+    """
+
+
+def echo_json(obj: Any) -> None:
+    """Print a JSON object on stdout (numpy scalars converted)."""
+    from .io import _json_default
+
+    click.echo(json.dumps(obj, indent=2, default=_json_default))
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli.main(args=argv, prog_name="seqheur")
+
+
+# Verbs live in seqheur/commands/*.py, one module per capability; each registers on `cli`.
+from .commands import register_all  # noqa: E402
+
+register_all(cli)
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,17 @@
+"""CLI verbs, one module per capability. Adding a capability: write commands/NAME.py with a
+``register(cli)`` function and add NAME to ``MODULES``."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+MODULES = [
+    "data",  # ingest, synth, stats
+]
+
+
+def register_all(cli: click.Group) -> None:
+    for name in MODULES:
+        importlib.import_module(f".{name}", __name__).register(cli)

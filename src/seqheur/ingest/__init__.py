@@ -1,0 +1,61 @@
+"""Trace readers. ``read_trace`` sniffs the format by content (after decompression) and
+dispatches to the reader of that format; each reader returns ``(table, IngestReport)``.
+
+Adding a format: a module here with ``read_X(path) -> (pa.Table, IngestReport)`` and a
+``sniff(head: bytes, name: str) -> bool``, plus one line in ``FORMATS``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import IngestError
+from ..io import peek_input
+from ..schema import IngestReport
+
+# format name -> (module, reader function). Order matters: first sniff that matches wins.
+FORMATS: dict[str, tuple[str, str]] = {
+    "pcap": ("pcap", "read_pcap"),
+    "nfsdump": ("nfsdump", "read_nfsdump"),
+    "parquet": ("generic", "read_table"),
+    "csv": ("generic", "read_csv"),
+}
+
+
+def sniff_format(path: str | os.PathLike[str]) -> str:
+    """Name of the trace format of ``path`` (see FORMATS), judged by content."""
+    p = Path(path)
+    if not p.exists():
+        raise IngestError(p, "no such file")
+    if p.is_dir():
+        raise IngestError(p, "is a directory; give a trace file")
+    if p.stat().st_size == 0:
+        raise IngestError(p, "is empty (zero bytes)")
+    head = peek_input(p, 8192)
+    for fmt, (mod_name, _) in FORMATS.items():
+        try:
+            mod = importlib.import_module(f".{mod_name}", __name__)
+        except ModuleNotFoundError:
+            continue
+        if mod.sniff(head, p.name):
+            return fmt
+    raise IngestError(p, "unrecognised trace format (expected pcap/pcapng, nfsdump text, "
+                         "Parquet or CSV with columns time,file,offset,count)")
+
+
+def read_trace(path: str | os.PathLike[str], format: str | None = None,
+               **kwargs: Any) -> tuple[pa.Table, IngestReport]:
+    """Read any supported trace into the request table. ``format`` overrides sniffing."""
+    fmt = format or sniff_format(path)
+    if fmt not in FORMATS:
+        raise IngestError(path, f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+    mod_name, fn = FORMATS[fmt]
+    reader = getattr(importlib.import_module(f".{mod_name}", __name__), fn)
+    table, report = reader(path, **kwargs)
+    report.check()
+    return table, report

@@ -1,0 +1,127 @@
+"""Atomic output writers and a compressed-input opener.
+
+Every output is written to a temporary file beside the target and renamed into place, so a
+reader never sees half a file and an interrupted run leaves the old file intact.
+"""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import gzip
+import io
+import json
+import lzma
+import os
+import tempfile
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+import pyarrow as pa
+
+PathLike = str | os.PathLike[str]
+
+_MAGIC = (
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bz2"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+)
+
+
+@contextlib.contextmanager
+def atomic_path(path: PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success rename it onto ``path``."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, target)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def write_parquet(table: pa.Table | Any, path: PathLike, *, compression: str = "zstd") -> Path:
+    """Write an Arrow table (or polars DataFrame) to Parquet atomically."""
+    import pyarrow.parquet as pq
+
+    if not isinstance(table, pa.Table):
+        table = table.to_arrow()
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, compression=compression)
+    return Path(path)
+
+
+def write_json(obj: Any, path: PathLike) -> Path:
+    """Write JSON atomically (sorted keys are not imposed: dict order is the caller's)."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2, default=_json_default) + "\n")
+    return Path(path)
+
+
+def write_text(text: str, path: PathLike) -> Path:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+    return Path(path)
+
+
+def write_bytes(data: bytes, path: PathLike) -> Path:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+    return Path(path)
+
+
+def _json_default(value: Any) -> Any:
+    import numpy as np
+
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def sniff_compression(head: bytes) -> str | None:
+    """Name of the compression whose magic starts ``head`` (gzip, bz2, xz, zstd) or None."""
+    for magic, name in _MAGIC:
+        if head.startswith(magic):
+            return name
+    return None
+
+
+def open_input(path: PathLike) -> IO[bytes]:
+    """Open a trace for binary reading, decompressing gz/bz2/xz/zst by content, not name."""
+    raw = open(path, "rb")  # noqa: SIM115 - returned to the caller
+    head = raw.peek(8)[:8] if hasattr(raw, "peek") else b""
+    kind = sniff_compression(head)
+    if kind is None:
+        return raw
+    if kind == "gzip":
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    if kind == "bz2":
+        return bz2.BZ2File(raw, mode="rb")  # type: ignore[return-value]
+    if kind == "xz":
+        return lzma.LZMAFile(raw, mode="rb")  # type: ignore[return-value]
+    import zstandard
+
+    reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
+    return io.BufferedReader(reader)  # type: ignore[arg-type]
+
+
+def open_text(path: PathLike, encoding: str = "utf-8", errors: str = "replace") -> IO[str]:
+    """Text view of :func:`open_input` (undecodable bytes replaced, never an exception)."""
+    return io.TextIOWrapper(open_input(path), encoding=encoding, errors=errors, newline="")
+
+
+def peek_input(path: PathLike, n: int = 4096) -> bytes:
+    """The first ``n`` decompressed bytes of a trace (for format sniffing)."""
+    with open_input(path) as f:
+        return f.read(n)
