@@ -123,3 +123,200 @@ def _ns(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
     return col.cast(pa.int64()).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+# --------------------------------------------------------------------------------------------
+# Stream statistics
+# --------------------------------------------------------------------------------------------
+
+#: A READ is "reordered" when it starts below the highest end offset already requested in its
+#: file by at most this many of its own lengths (FreeBSD's NFS server tolerates 16 RPCs).
+REORDER_DEPTH = 16
+#: Sub-streams tracked per file (the least recently used is forgotten beyond that).
+MAX_SUBSTREAMS = 16
+#: A sub-stream counts when it carries at least this many READs and this share of its file's.
+MIN_SUBSTREAM_READS = 8
+MIN_SUBSTREAM_SHARE = 0.05
+
+
+def _stats_kernel_impl(file, offset, count, n_files, reorder_depth, max_streams):
+    n = len(file)
+    sequential = np.zeros(n, np.bool_)
+    reordered = np.zeros(n, np.bool_)
+    first = np.zeros(n, np.bool_)
+    stream_of = np.zeros(n, np.int64)  # global id of the sub-stream each READ joined
+    seen = np.zeros(n_files, np.bool_)
+    prev_end = np.zeros(n_files, np.int64)
+    max_end = np.zeros(n_files, np.int64)
+    cur_run = np.zeros(n_files, np.int64)
+    run_len = np.zeros(n, np.int64)
+    run_file = np.zeros(n, np.int64)
+    n_runs = 0
+    s_expect = np.zeros((n_files, max_streams), np.int64)
+    s_id = np.full((n_files, max_streams), -1, np.int64)
+    s_used = np.zeros((n_files, max_streams), np.int64)
+    next_id = 0
+    for i in range(n):
+        f = file[i]
+        off = offset[i]
+        cnt = count[i]
+        end = off + cnt
+        window = reorder_depth * max(cnt, 1)
+        if not seen[f]:
+            seen[f] = True
+            first[i] = True
+            cur_run[f] = 1
+            max_end[f] = end
+        else:
+            if off == prev_end[f]:
+                sequential[i] = True
+                cur_run[f] += 1
+            else:
+                run_len[n_runs] = cur_run[f]
+                run_file[n_runs] = f
+                n_runs += 1
+                cur_run[f] = 1
+            if off < max_end[f] and max_end[f] - off <= window:
+                reordered[i] = True
+            if end > max_end[f]:
+                max_end[f] = end
+        prev_end[f] = end
+        # sub-streams: join the nearest stream whose expected offset is within the window
+        best = -1
+        best_d = window + 1
+        lru = 0
+        for s in range(max_streams):
+            if s_id[f, s] < 0:
+                if best < 0:
+                    lru = s
+                continue
+            d = abs(off - s_expect[f, s])
+            if d <= window and d < best_d:
+                best = s
+                best_d = d
+            if s_id[f, lru] >= 0 and s_used[f, s] < s_used[f, lru]:
+                lru = s
+        if best < 0:
+            best = lru
+            s_id[f, best] = next_id
+            next_id += 1
+            s_expect[f, best] = end
+        elif end > s_expect[f, best]:
+            s_expect[f, best] = end
+        s_used[f, best] = i + 1
+        stream_of[i] = s_id[f, best]
+    for f in range(n_files):
+        if seen[f]:
+            run_len[n_runs] = cur_run[f]
+            run_file[n_runs] = f
+            n_runs += 1
+    return sequential, reordered, first, stream_of, run_len[:n_runs], run_file[:n_runs]
+
+
+_stats_kernel = None
+
+
+def _kernel():
+    global _stats_kernel
+    if _stats_kernel is None:
+        from numba import njit
+
+        _stats_kernel = njit(cache=True, nogil=True)(_stats_kernel_impl)
+    return _stats_kernel
+
+
+@dataclass(frozen=True)
+class StreamStats:
+    """Statistics of a trace's read streams (definitions in docs/formats.md)."""
+
+    summary: dict[str, Any]
+    files: Any  # polars.DataFrame, one row per file
+    run_lengths: Any  # polars.DataFrame: file, run_length (requests)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.summary)
+
+
+def stream_stats(stream: ReadStream, reorder_depth: int = REORDER_DEPTH,
+                 max_substreams: int = MAX_SUBSTREAMS) -> StreamStats:
+    """Per-trace and per-file statistics of a :class:`ReadStream`.
+
+    * sequential: the READ starts where the file's previous READ ended;
+    * reordered (out of order): it starts below the highest end offset already requested in
+      its file, by at most ``reorder_depth`` of its own lengths (a late READ, not a seek);
+    * runs: maximal sequences of sequential READs of a file, in requests;
+    * sub-streams: READs are matched to the nearest of up to ``max_substreams`` per-file
+      cursors within the reorder window; a cursor that carries at least 8 READs and 5% of its
+      file's READs is a sub-stream (an S-stride reader shows S of them).
+    Fractions are over READs that have a predecessor in their file (all but each first READ).
+    """
+    import polars as pl
+
+    seq, reo, first, stream_of, run_len, run_file = _kernel()(
+        stream.file.astype(np.int64), stream.offset, stream.count.astype(np.int64),
+        stream.n_files, int(reorder_depth), int(max_substreams))
+    df = pl.DataFrame({
+        "file": stream.file, "bytes": stream.count.astype(np.int64), "sequential": seq,
+        "reordered": reo, "first": first, "stream": stream_of, "time_ns": stream.time_ns})
+    per_stream = df.group_by("file", "stream").agg(pl.len().alias("reads"))
+    per_file = df.group_by("file").agg(
+        pl.len().alias("requests"), pl.col("bytes").sum(), pl.col("sequential").sum(),
+        pl.col("reordered").sum(), pl.col("time_ns").min().alias("first_ns"),
+        pl.col("time_ns").max().alias("last_ns"))
+    per_stream = per_stream.join(per_file.select("file", "requests"), on="file")
+    long_streams = per_stream.filter(
+        (pl.col("reads") >= MIN_SUBSTREAM_READS)
+        & (pl.col("reads") >= MIN_SUBSTREAM_SHARE * pl.col("requests")))
+    sub = long_streams.group_by("file").agg(pl.len().alias("substreams"))
+    runs = pl.DataFrame({"file": run_file.astype(np.int32), "run_length": run_len})
+    run_agg = runs.group_by("file").agg(pl.col("run_length").mean().alias("mean_run"),
+                                        pl.col("run_length").max().alias("max_run"))
+    files = (per_file.join(sub, on="file", how="left").join(run_agg, on="file", how="left")
+             .with_columns(pl.col("substreams").fill_null(0).cast(pl.Int64)))
+    files = files.with_columns(
+        pl.col("file").map_batches(lambda s: pl.Series(stream.file_ids[s.to_numpy()]),
+                                   return_dtype=pl.UInt64).alias("file_id"),
+        (pl.col("sequential") / (pl.col("requests") - 1).clip(lower_bound=1)).alias("sequential_fraction"),
+        (pl.col("reordered") / (pl.col("requests") - 1).clip(lower_bound=1)).alias("reordered_fraction"),
+    ).sort("file")
+    n = len(stream)
+    with_pred = max(n - stream.n_files, 1)
+    hist = _run_histogram(run_len)
+    subs = files.get_column("substreams").to_numpy() if len(files) else np.zeros(0, np.int64)
+    summary = {
+        "requests": int(n),
+        "files": int(stream.n_files),
+        "bytes": int(stream.count.astype(np.int64).sum()),
+        "sequential": int(seq.sum()),
+        "reordered": int(reo.sum()),
+        "sequential_fraction": float(seq.sum() / with_pred) if n else 0.0,
+        "reordered_fraction": float(reo.sum() / with_pred) if n else 0.0,
+        "runs": int(len(run_len)),
+        "mean_run_length": float(run_len.mean()) if len(run_len) else 0.0,
+        "run_length_histogram": hist,
+        "substreams": int(subs.sum()),
+        "max_substreams_per_file": int(subs.max()) if len(subs) else 0,
+        "strided_files": int((subs > 1).sum()),
+        "duration_s": float((stream.time_ns.max() - stream.time_ns.min()) / 1e9) if n else 0.0,
+        "reorder_depth": int(reorder_depth),
+    }
+    return StreamStats(summary, files, runs)
+
+
+def _run_histogram(run_len: np.ndarray) -> dict[str, int]:
+    """Runs by length in power-of-two bins: "1", "2-3", "4-7", ..."""
+    if len(run_len) == 0:
+        return {}
+    b = np.floor(np.log2(np.maximum(run_len, 1))).astype(np.int64)
+    counts = np.bincount(b)
+    out = {}
+    for k, c in enumerate(counts):
+        if c:
+            lo, hi = 1 << k, (1 << (k + 1)) - 1
+            out[str(lo) if lo == hi else f"{lo}-{hi}"] = int(c)
+    return out
+
+
+def trace_stats(table: pa.Table | Any, ops: Sequence[str] = ("read",), **kw: Any) -> StreamStats:
+    """:func:`stream_stats` of a request table's server-ordered READs."""
+    return stream_stats(reads(table, ops=ops), **kw)

@@ -1,0 +1,203 @@
+"""Verbs for traces: ingest, synth, stats."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..cli import echo_json
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(ingest)
+    cli.add_command(synth)
+    cli.add_command(stats)
+
+
+@click.command()
+@click.argument("trace", type=click.Path(dir_okay=True, path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+              help="request table to write (Parquet)")
+@click.option("--format", "fmt", default=None,
+              help="force the input format (pcap, nfsdump, parquet, csv); default: sniffed")
+@click.option("--json", "as_json", is_flag=True, help="print the ingest report as JSON")
+def ingest(trace: Path, output: Path, fmt: str | None, as_json: bool) -> None:
+    """Read a trace (pcap/pcapng, nfsdump text, CSV, Parquet; gz/bz2/xz/zst) into the
+    request table.
+
+    \b
+    Example:
+      seqheur ingest capture.pcap.gz -o requests.parquet --json
+    """
+    from ..ingest import read_trace
+    from ..io import write_parquet
+
+    table, report = read_trace(trace, format=fmt)
+    write_parquet(table, output)
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        click.echo(f"{trace}: {report.records_total} records, {report.parsed} parsed, "
+                   f"{report.skipped_total} skipped -> {table.num_rows} rows in {output}")
+        for reason, n in sorted(report.skipped.items()):
+            click.echo(f"  skipped {n}: {reason}")
+
+
+@click.group()
+def synth() -> None:
+    """Generate synthetic request tables (seeded, reproducible).
+
+    \b
+    Example:
+      seqheur synth paper --readers 32 --reorder 0.06 --seed 1 -o t.parquet
+      seqheur synth stride --stride 4 -o s.parquet
+    """
+
+
+_out = click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+                    help="request table to write (Parquet)")
+_seed = click.option("--seed", type=int, default=0, show_default=True)
+_req = click.option("--request-kb", type=float, default=8, show_default=True, help="READ size")
+
+
+def _write(table, output: Path) -> None:
+    from ..io import write_parquet
+
+    write_parquet(table, output)
+    click.echo(f"{table.num_rows} requests -> {output}")
+
+
+@synth.command("paper")
+@click.option("--readers", type=int, default=32, show_default=True)
+@click.option("--total-mb", type=float, default=256, show_default=True)
+@_req
+@click.option("--reorder", type=float, default=0.0, show_default=True,
+              help="target fraction of out-of-order READs (client nfsiod model)")
+@click.option("--max-displacement", type=int, default=3, show_default=True,
+              help="a held READ is overtaken by 1..this many successors")
+@_seed
+@_out
+def synth_paper(readers: int, total_mb: float, request_kb: float, reorder: float,
+                max_displacement: int, seed: int, output: Path) -> None:
+    """Ellard & Seltzer's benchmark: N readers of their own total/N MB file.
+
+    \b
+    Example:
+      seqheur synth paper --readers 8 --reorder 0.06 -o paper8.parquet
+    """
+    from .. import workloads
+
+    _write(workloads.paper(readers, total_mb, request_kb, reorder, seed, max_displacement), output)
+
+
+@synth.command("stride")
+@click.option("--stride", type=int, default=2, show_default=True, help="number of sub-streams")
+@click.option("--file-mb", type=float, default=256, show_default=True)
+@_req
+@_seed
+@_out
+def synth_stride(stride: int, file_mb: float, request_kb: float, seed: int, output: Path) -> None:
+    """One reader visiting S sequential sub-streams of one file in turn.
+
+    \b
+    Example:
+      seqheur synth stride --stride 4 -o stride4.parquet
+    """
+    from .. import workloads
+
+    _write(workloads.stride(stride, file_mb, request_kb, seed), output)
+
+
+@synth.command("random")
+@click.option("--files", type=int, default=4, show_default=True)
+@click.option("--file-mb", type=float, default=64, show_default=True)
+@click.option("--requests", type=int, default=10_000, show_default=True)
+@_req
+@_seed
+@_out
+def synth_random(files: int, file_mb: float, requests: int, request_kb: float, seed: int,
+                 output: Path) -> None:
+    """Uniformly random READs over several files.
+
+    \b
+    Example:
+      seqheur synth random --files 8 --requests 50000 -o random.parquet
+    """
+    from .. import workloads
+
+    _write(workloads.random_reads(files, file_mb, requests, request_kb, seed), output)
+
+
+@synth.command("mix")
+@click.option("--readers", type=int, default=4, show_default=True, help="paper readers (0: none)")
+@click.option("--total-mb", type=float, default=64, show_default=True)
+@click.option("--reorder", type=float, default=0.05, show_default=True)
+@click.option("--stride", type=int, default=2, show_default=True, help="stride reader (0: none)")
+@click.option("--stride-mb", type=float, default=32, show_default=True)
+@click.option("--random", "random_requests", type=int, default=2000, show_default=True,
+              help="random READs (0: none)")
+@_req
+@_seed
+@_out
+def synth_mix(readers: int, total_mb: float, reorder: float, stride: int, stride_mb: float,
+              random_requests: int, request_kb: float, seed: int, output: Path) -> None:
+    """Paper readers, a stride reader and random READs interleaved in time.
+
+    \b
+    Example:
+      seqheur synth mix --readers 4 --stride 2 --random 2000 -o mix.parquet
+    """
+    from .. import workloads
+    from ..errors import SeqheurError
+
+    parts = []
+    if readers:
+        parts.append(workloads.paper(readers, total_mb, request_kb, reorder, seed))
+    if stride:
+        parts.append(workloads.stride(stride, stride_mb, request_kb, seed + 1))
+    if random_requests:
+        parts.append(workloads.random_reads(4, 64, random_requests, request_kb, seed + 2))
+    if not parts:
+        raise SeqheurError("mix needs at least one of --readers, --stride, --random")
+    _write(workloads.mix(parts, seed), output)
+
+
+@click.command()
+@click.argument("trace", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="print the trace summary as JSON")
+@click.option("--files", "files_out", type=click.Path(path_type=Path), default=None,
+              help="write per-file statistics (Parquet)")
+@click.option("--ops", default="read", show_default=True, help="ops forming the streams")
+@click.option("--reorder-depth", type=int, default=16, show_default=True,
+              help="a late READ within this many of its lengths counts as reordered")
+def stats(trace: Path, as_json: bool, files_out: Path | None, ops: str, reorder_depth: int) -> None:
+    """Stream statistics: sequential and reordered fractions, runs, sub-streams.
+
+    \b
+    Example:
+      seqheur stats t.parquet --json
+    """
+    from ..ingest import read_trace
+    from ..io import write_parquet
+    from ..streams import trace_stats
+
+    table, _ = read_trace(trace)
+    st = trace_stats(table, ops=tuple(o.strip() for o in ops.split(",")), reorder_depth=reorder_depth)
+    if files_out:
+        write_parquet(st.files, files_out)
+    if as_json:
+        echo_json(st.summary)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    s = st.summary
+    t = Table(title=f"{trace}", show_header=False)
+    for key in ("requests", "files", "bytes", "sequential_fraction", "reordered_fraction",
+                "runs", "mean_run_length", "substreams", "max_substreams_per_file",
+                "strided_files", "duration_s"):
+        v = s[key]
+        t.add_row(key, f"{v:.4f}" if isinstance(v, float) else f"{v:,}")
+    t.add_row("run lengths", ", ".join(f"{k}: {v}" for k, v in s["run_length_histogram"].items()))
+    Console().print(t)
