@@ -18,12 +18,13 @@ from ..errors import IngestError
 from ..io import peek_input
 from ..schema import IngestReport
 
-# format name -> (module, reader function). Order matters: first sniff that matches wins.
-FORMATS: dict[str, tuple[str, str]] = {
+# format name -> (module, reader function[, sniff function, default "sniff"]).
+# Order matters: the first sniff that matches wins.
+FORMATS: dict[str, tuple[str, ...]] = {
     "pcap": ("pcap", "read_pcap"),
     "nfsdump": ("nfsdump", "read_nfsdump"),
-    "parquet": ("generic", "read_table"),
-    "csv": ("generic", "read_csv"),
+    "parquet": ("generic", "read_table", "sniff_parquet"),
+    "csv": ("generic", "read_csv", "sniff_csv"),
 }
 
 
@@ -37,12 +38,12 @@ def sniff_format(path: str | os.PathLike[str]) -> str:
     if p.stat().st_size == 0:
         raise IngestError(p, "is empty (zero bytes)")
     head = peek_input(p, 8192)
-    for fmt, (mod_name, _) in FORMATS.items():
+    for fmt, (mod_name, _, *sniffer) in FORMATS.items():
         try:
             mod = importlib.import_module(f".{mod_name}", __name__)
-        except ModuleNotFoundError:
+        except ModuleNotFoundError:  # a reader not built yet
             continue
-        if mod.sniff(head, p.name):
+        if getattr(mod, sniffer[0] if sniffer else "sniff")(head, p.name):
             return fmt
     raise IngestError(p, "unrecognised trace format (expected pcap/pcapng, nfsdump text, "
                          "Parquet or CSV with columns time,file,offset,count)")
@@ -54,7 +55,7 @@ def read_trace(path: str | os.PathLike[str], format: str | None = None,
     fmt = format or sniff_format(path)
     if fmt not in FORMATS:
         raise IngestError(path, f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
-    mod_name, fn = FORMATS[fmt]
+    mod_name, fn = FORMATS[fmt][:2]
     reader = getattr(importlib.import_module(f".{mod_name}", __name__), fn)
     table, report = reader(path, **kwargs)
     report.check()

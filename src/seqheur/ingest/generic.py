@@ -23,9 +23,11 @@ REQUIRED = ("time", "file", "offset", "count")
 PARQUET_MAGIC = b"PAR1"
 
 
-def sniff(head: bytes, name: str) -> bool:
-    if head.startswith(PARQUET_MAGIC):
-        return True
+def sniff_parquet(head: bytes, name: str) -> bool:
+    return head.startswith(PARQUET_MAGIC)
+
+
+def sniff_csv(head: bytes, name: str) -> bool:
     first = head.split(b"\n", 1)[0].decode("utf-8", "replace").lower()
     cols = [c.strip() for c in first.split(",")]
     return all(c in cols for c in REQUIRED)
