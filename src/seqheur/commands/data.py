@@ -15,33 +15,71 @@ def register(cli: click.Group) -> None:
     cli.add_command(stats)
 
 
+def executor_options(fn):
+    """--workers / --dask-local / --scheduler, shared by verbs that fan out."""
+    fn = click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                      help="run on an existing Dask scheduler")(fn)
+    fn = click.option("--dask-local", type=int, default=None, metavar="N",
+                      help="run on a Dask LocalCluster of N worker processes")(fn)
+    fn = click.option("--workers", type=int, default=None, metavar="N",
+                      help="run on N local processes")(fn)
+    return fn
+
+
 @click.command()
-@click.argument("trace", type=click.Path(dir_okay=True, path_type=Path))
+@click.argument("traces", nargs=-1, required=True)
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
-              help="request table to write (Parquet)")
+              help="request table (Parquet) for one trace; a dataset directory for several")
 @click.option("--format", "fmt", default=None,
               help="force the input format (pcap, nfsdump, parquet, csv); default: sniffed")
 @click.option("--json", "as_json", is_flag=True, help="print the ingest report as JSON")
-def ingest(trace: Path, output: Path, fmt: str | None, as_json: bool) -> None:
-    """Read a trace (pcap/pcapng, nfsdump text, CSV, Parquet; gz/bz2/xz/zst) into the
+@executor_options
+def ingest(traces: tuple[str, ...], output: Path, fmt: str | None, as_json: bool,
+           workers: int | None, dask_local: int | None, scheduler: str | None) -> None:
+    """Read traces (pcap/pcapng, nfsdump text, CSV, Parquet; gz/bz2/xz/zst) into the
     request table.
+
+    One file gives one Parquet table. A directory, a glob or several files give a
+    partitioned dataset directory (one part per input, ingested in parallel), which every
+    verb then reads as one time-ordered trace.
 
     \b
     Example:
       seqheur ingest capture.pcap.gz -o requests.parquet --json
+      seqheur ingest 'traces/anon-*.txt.gz' -o campus/ --workers 2
     """
+    from ..executors import executor_from_options
     from ..ingest import read_trace
+    from ..ingest.dataset import ingest_many
     from ..io import write_parquet
 
-    table, report = read_trace(trace, format=fmt)
-    write_parquet(table, output)
-    if as_json:
-        echo_json(report.to_dict())
+    single = len(traces) == 1 and Path(traces[0]).is_file()
+    if single:
+        table, report = read_trace(traces[0], format=fmt)
+        write_parquet(table, output)
+        rows, errors = table.num_rows, []
     else:
-        click.echo(f"{trace}: {report.records_total} records, {report.parsed} parsed, "
-                   f"{report.skipped_total} skipped -> {table.num_rows} rows in {output}")
+        if fmt:
+            from ..errors import SeqheurError
+
+            raise SeqheurError("--format applies to a single trace; several are sniffed one by one")
+        manifest, report = ingest_many(list(traces), output,
+                                       executor_from_options(workers, dask_local, scheduler))
+        rows, errors = report.rows, manifest["errors"]
+    if as_json:
+        d = report.to_dict()
+        if errors:
+            d["failed_files"] = errors
+        echo_json(d)
+    else:
+        click.echo(f"{', '.join(traces)}: {report.records_total} records, {report.parsed} parsed, "
+                   f"{report.skipped_total} skipped -> {rows} rows in {output}")
         for reason, n in sorted(report.skipped.items()):
             click.echo(f"  skipped {n}: {reason}")
+        for e in errors:
+            click.echo(f"  FAILED {e['source']}: {e['error']}")
+    if errors:
+        raise SystemExit(1)
 
 
 @click.group()

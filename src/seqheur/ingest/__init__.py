@@ -34,7 +34,12 @@ def sniff_format(path: str | os.PathLike[str]) -> str:
     if not p.exists():
         raise IngestError(p, "no such file")
     if p.is_dir():
-        raise IngestError(p, "is a directory; give a trace file")
+        from .dataset import is_dataset
+
+        if is_dataset(p):
+            return "dataset"
+        raise IngestError(p, "is a directory but not a seqheur dataset; make one with "
+                             "`seqheur ingest DIR -o DATASET/`")
     if p.stat().st_size == 0:
         raise IngestError(p, "is empty (zero bytes)")
     head = peek_input(p, 8192)
@@ -53,6 +58,10 @@ def read_trace(path: str | os.PathLike[str], format: str | None = None,
                **kwargs: Any) -> tuple[pa.Table, IngestReport]:
     """Read any supported trace into the request table. ``format`` overrides sniffing."""
     fmt = format or sniff_format(path)
+    if fmt == "dataset":
+        from .dataset import read_dataset
+
+        return read_dataset(path)
     if fmt not in FORMATS:
         raise IngestError(path, f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
     mod_name, fn = FORMATS[fmt][:2]

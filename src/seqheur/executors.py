@@ -1,0 +1,110 @@
+"""Run many independent tasks serially, on local processes, or on a Dask cluster.
+
+Nothing here is home-made distribution: the local executor is the standard library's process
+pool; the distributed one is ``dask.distributed`` (a ``LocalCluster`` or any scheduler address).
+Tasks are plain top-level functions with picklable arguments; results come back as
+``(index, outcome)`` in completion order, where an outcome is ``("ok", value)`` or
+``("error", message)`` — a failing task never stops the others.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+from .errors import SeqheurError
+
+
+@dataclass(frozen=True)
+class ExecutorSpec:
+    """Where tasks run: ``kind`` is "serial", "processes" (``workers`` local processes),
+    "dask-local" (a LocalCluster of ``workers`` single-threaded processes) or "dask"
+    (an existing scheduler at ``address``)."""
+
+    kind: str = "serial"
+    workers: int = 1
+    address: str | None = None
+
+    def describe(self) -> str:
+        if self.kind == "dask":
+            return f"dask scheduler {self.address}"
+        if self.kind == "serial":
+            return "serial"
+        return f"{self.kind} x{self.workers}"
+
+
+def executor_from_options(workers: int | None = None, dask_local: int | None = None,
+                          scheduler: str | None = None) -> ExecutorSpec:
+    chosen = [x is not None for x in (workers, dask_local, scheduler)]
+    if sum(chosen) > 1:
+        raise SeqheurError("choose one of --workers, --dask-local, --scheduler")
+    if scheduler:
+        return ExecutorSpec("dask", 0, scheduler)
+    if dask_local is not None:
+        if dask_local < 1:
+            raise SeqheurError("--dask-local needs at least 1 worker")
+        return ExecutorSpec("dask-local", dask_local)
+    if workers is not None and workers > 1:
+        return ExecutorSpec("processes", workers)
+    return ExecutorSpec("serial", 1)
+
+
+def _guarded(fn: Callable[..., Any], args: tuple) -> tuple[str, Any]:
+    try:
+        return ("ok", fn(*args))
+    except SeqheurError as exc:
+        return ("error", str(exc))
+    except Exception as exc:  # noqa: BLE001 - a task's failure is reported, not fatal
+        tb = traceback.extract_tb(exc.__traceback__)
+        where = f" at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else ""
+        return ("error", f"{type(exc).__name__}: {exc}{where}")
+
+
+def run_tasks(fn: Callable[..., Any], arg_list: Sequence[tuple], spec: ExecutorSpec
+              ) -> Iterator[tuple[int, tuple[str, Any]]]:
+    """Yield ``(i, outcome)`` for ``fn(*arg_list[i])`` as tasks complete."""
+    if spec.kind == "serial":
+        for i, args in enumerate(arg_list):
+            yield i, _guarded(fn, args)
+        return
+    if spec.kind == "processes":
+        # fork keeps numba's compiled state warm in children; spawn would recompile per worker
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork" if os.name == "posix" else "spawn")
+        with ProcessPoolExecutor(max_workers=spec.workers, mp_context=ctx) as pool:
+            futures = {pool.submit(_guarded, fn, args): i for i, args in enumerate(arg_list)}
+            for fut in as_completed(futures):
+                yield futures[fut], fut.result()
+        return
+    if spec.kind in ("dask-local", "dask"):
+        yield from _run_dask(fn, arg_list, spec)
+        return
+    raise SeqheurError(f"unknown executor kind {spec.kind!r}")
+
+
+def _run_dask(fn, arg_list, spec: ExecutorSpec):
+    try:
+        from distributed import Client, LocalCluster, as_completed as dask_completed
+    except ImportError as exc:
+        raise SeqheurError("Dask is not installed: pip install 'seqheur[dask]'") from exc
+    cluster = None
+    if spec.kind == "dask-local":
+        cluster = LocalCluster(n_workers=spec.workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None, silence_logs=40)
+        client = Client(cluster)
+    else:
+        client = Client(spec.address, timeout="30s")
+    try:
+        futures = [client.submit(_guarded, fn, args, pure=False, key=f"seqheur-task-{i}-{os.getpid()}-{id(arg_list)}")
+                   for i, args in enumerate(arg_list)]
+        index = {f.key: i for i, f in enumerate(futures)}
+        for fut in dask_completed(futures):
+            yield index[fut.key], fut.result()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

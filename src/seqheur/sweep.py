@@ -1,0 +1,206 @@
+"""Parameter sweeps: the cartesian grid of a TOML file, one summary row per configuration.
+
+Grid file (``docs/scaling.md``)::
+
+    detector = ["freebsd4", "slowdown", "cursor"]      # detector specs
+    table    = ["freebsd4", "ellard", "ideal"]          # table specs
+    policy   = ["freebsd4-cluster"]                     # read-ahead policies
+    cache    = ["64MiB", "256MiB"]                      # buffer-cache sizes
+    profile  = ["ide-7200"]                             # disk profiles (names or files)
+
+    [detector_params.slowdown]      # adds slowdown:window=16384, slowdown:window=262144
+    window = [16384, 262144]
+
+    [nfsheur]                       # adds nfsheur:256x4, nfsheur:256x32, ...
+    size = [256, 4096]
+    probes = [4, 32]
+
+Every axis is optional (defaults: freebsd4, freebsd4, freebsd4-cluster, 256MiB, ide-7200).
+Rows are identical whatever the executor (serial, local processes, Dask): they are ordered by
+configuration, never by completion, and carry no timing. Re-running with the same output
+skips configurations already there (failed ones are retried).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import time
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Sequence
+
+from .errors import SeqheurError
+from .executors import ExecutorSpec, run_tasks
+
+AXES = ("detector", "table", "policy", "cache", "profile")
+DEFAULTS = {"detector": "freebsd4", "table": "freebsd4", "policy": "freebsd4-cluster",
+            "cache": "256MiB", "profile": "ide-7200"}
+CHECKPOINT_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class Config:
+    detector: str
+    table: str
+    policy: str
+    cache: str
+    profile: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {a: getattr(self, a) for a in AXES}
+
+    @property
+    def config_id(self) -> str:
+        return hashlib.sha1(json.dumps(self.as_dict(), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def load_grid(path: str | os.PathLike[str]) -> list[Config]:
+    """Configurations of a grid TOML file, in a stable order."""
+    try:
+        doc = tomllib.loads(Path(path).read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise SeqheurError(f"{path}: not valid TOML ({exc})") from exc
+    except OSError as exc:
+        raise SeqheurError(f"{path}: {exc.strerror}") from exc
+    return grid_from_dict(doc, source=str(path))
+
+
+def grid_from_dict(doc: dict[str, Any], source: str = "grid") -> list[Config]:
+    known = set(AXES) | {"detector_params", "nfsheur"}
+    unknown = sorted(set(doc) - known)
+    if unknown:
+        raise SeqheurError(f"{source}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    axes: dict[str, list[str]] = {}
+    for a in AXES:
+        v = doc.get(a)
+        if v is None:
+            axes[a] = []
+        elif isinstance(v, (str, int, float)):
+            axes[a] = [str(v)]
+        elif isinstance(v, list) and v:
+            axes[a] = [str(x) for x in v]
+        else:
+            raise SeqheurError(f"{source}: {a} must be a non-empty list of strings")
+    for name, params in (doc.get("detector_params") or {}).items():
+        if not isinstance(params, dict) or not params:
+            raise SeqheurError(f"{source}: [detector_params.{name}] must map parameters to lists")
+        keys = sorted(params)
+        values = [params[k] if isinstance(params[k], list) else [params[k]] for k in keys]
+        for combo in itertools.product(*values):
+            axes["detector"].append(f"{name}:" + ",".join(f"{k}={v}" for k, v in zip(keys, combo)))
+    if "nfsheur" in doc:
+        nf = doc["nfsheur"]
+        sizes, probes = nf.get("size"), nf.get("probes")
+        if not sizes or not probes:
+            raise SeqheurError(f"{source}: [nfsheur] needs size = [...] and probes = [...]")
+        extra = ":" + ",".join(f"{k}={nf[k]}" for k in ("hash", "seed") if k in nf) if any(
+            k in nf for k in ("hash", "seed")) else ""
+        extra = extra.replace(",", ":")
+        for s, p in itertools.product(sizes, probes):
+            axes["table"].append(f"nfsheur:{s}x{p}{extra}")
+    for a in AXES:
+        if not axes[a]:
+            axes[a] = [DEFAULTS[a]]
+        axes[a] = list(dict.fromkeys(axes[a]))  # de-duplicate, keep order
+    return [Config(*combo) for combo in itertools.product(*(axes[a] for a in AXES))]
+
+
+@lru_cache(maxsize=4)
+def _load_stream(path: str, mtime_ns: int, size: int):
+    """A worker's copy of the trace's ReadStream, read once per process from shared storage."""
+    from .ingest import read_trace
+    from .streams import reads
+
+    table, _ = read_trace(path)
+    return reads(table)
+
+
+def load_stream(path: str):
+    st = os.stat(path)
+    return _load_stream(str(path), st.st_mtime_ns, st.st_size)
+
+
+def run_config(trace: str, config: dict[str, str]) -> dict[str, Any]:
+    """Replay one configuration on the trace at ``trace``; the summary row as a dict."""
+    from .replay import replay
+
+    stream = load_stream(trace)
+    result = replay(stream, **config)
+    row = result.summary.to_dicts()[0]
+    return row
+
+
+def sweep(trace: str | os.PathLike[str], configs: Sequence[Config], output: str | os.PathLike[str] | None = None,
+          executor: ExecutorSpec = ExecutorSpec(), resume: bool = True):
+    """Run every configuration; return a polars DataFrame (one row per configuration).
+
+    With ``output``, rows are checkpointed there (atomically) as they complete, and rows of a
+    previous run already in it are kept and not recomputed.
+    """
+    import polars as pl
+
+    from .io import write_parquet
+    from .progress import progress
+
+    trace = str(Path(trace).resolve())
+    if not Path(trace).exists():
+        raise SeqheurError(f"{trace}: no such trace")
+    done: dict[str, dict[str, Any]] = {}
+    if output is not None and resume and Path(output).exists():
+        prev = pl.read_parquet(output)
+        for row in prev.to_dicts():
+            if row.get("error") is None:
+                done[row["config_id"]] = row
+    todo = [c for c in configs if c.config_id not in done]
+    rows: dict[str, dict[str, Any]] = dict(done)
+    last = time.monotonic()
+
+    def frame() -> pl.DataFrame:
+        ordered = [rows[c.config_id] for c in configs if c.config_id in rows]
+        return _frame(ordered)
+
+    with progress(f"sweep ({executor.describe()})", total=len(todo)) as bar:
+        for i, outcome in run_tasks(run_config, [(trace, c.as_dict()) for c in todo], executor):
+            c = todo[i]
+            status, value = outcome
+            row = {"config_id": c.config_id, **c.as_dict()}
+            if status == "ok":
+                row.update({k: v for k, v in value.items() if k not in AXES})
+                for a in AXES:  # the summary's canonical names, when they differ from the grid's
+                    if a in value and str(value[a]) != row[a]:
+                        row[f"{a}_name"] = value[a]
+                row["error"] = None
+            else:
+                row["error"] = value
+            rows[c.config_id] = row
+            bar.advance()
+            if output is not None and time.monotonic() - last > CHECKPOINT_SECONDS:
+                write_parquet(frame(), output)
+                last = time.monotonic()
+    result = frame()
+    if output is not None:
+        write_parquet(result, output)
+    return result
+
+
+def _frame(rows: list[dict[str, Any]]):
+    import polars as pl
+
+    if not rows:
+        return pl.DataFrame({"config_id": [], **{a: [] for a in AXES}, "error": []},
+                            schema={"config_id": pl.Utf8, **{a: pl.Utf8 for a in AXES}, "error": pl.Utf8})
+    keys: list[str] = []
+    for r in rows:
+        for k in r:
+            if k not in keys:
+                keys.append(k)
+    if "error" in keys:
+        keys.remove("error")
+        keys.append("error")
+    data = [{k: r.get(k) for k in keys} for r in rows]
+    return pl.DataFrame(data, infer_schema_length=None).with_columns(pl.col("error").cast(pl.Utf8))
