@@ -48,7 +48,8 @@ def sniff_format(path: str | os.PathLike[str]) -> str:
             mod = importlib.import_module(f".{mod_name}", __name__)
         except ModuleNotFoundError:  # a reader not built yet
             continue
-        if getattr(mod, sniffer[0] if sniffer else "sniff")(head, p.name):
+        sniff = getattr(mod, sniffer[0] if sniffer else "sniff", None)
+        if sniff is not None and sniff(head, p.name):
             return fmt
     raise IngestError(p, "unrecognised trace format (expected pcap/pcapng, nfsdump text, "
                          "Parquet or CSV with columns time,file,offset,count)")
