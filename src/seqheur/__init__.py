@@ -28,6 +28,12 @@ _API: dict[str, str] = {
     "ReadStream": "streams:ReadStream",
     "reads": "streams:reads",
     "trace_stats": "streams:trace_stats",
+    # disk profiles and the disk-time model
+    "DiskProfile": "disk.profile:DiskProfile",
+    "load_profile": "disk.profile:load_profile",
+    "registered_profiles": "disk.profile:registered_profiles",
+    "DiskModel": "disk.model:DiskModel",
+    "DiskLayout": "disk.model:Layout",
     # workloads
     "workloads": "workloads",
 }

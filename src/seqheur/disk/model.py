@@ -1,0 +1,420 @@
+"""Disk-time model: a sequence of disk reads -> service seconds, from a DiskProfile.
+
+Model (issue 4 item 6; the traps are Ellard & Seltzer 2003 §5):
+
+* **Layout.** Files are placed one after another in first-appearance order (file index order),
+  starting at ``Layout.start`` (a fraction of the capacity: 0 = outermost, fastest zone), each
+  rounded up to a 4 KiB boundary. With ``Layout(extent_bytes=E)`` every file is cut into
+  extents of E bytes and all extents are shuffled (seeded) over the same region: a fragmented
+  file system.
+* **Positioning.** A read that does not start where the head is pays positioning time: the
+  profile's seek-distance curve (seek + rotational latency, linear interpolation in distance)
+  or, without a curve (or for the very first read, head unknown), the random positioning time.
+  A read that starts exactly where the previous media read ended pays none.
+* **Transfer.** Media transfer at the rate of the zone the read starts in, never faster than
+  the host-side ceiling (bus or network): ``L / min(zone, host)``; plus the per-command
+  overhead.
+* **Drive cache.** N segments of S bytes, LRU. After a media read the drive reads ahead into the
+  segment (up to ``readahead_bytes`` past the request, at most filling the segment). Read-ahead
+  progresses during host idle time (``idle_s`` before each op, default 0 = back-to-back) and
+  during cache hits; the next media read preempts it except for the first
+  ``min_prefetch_bytes``, which the drive always finishes (their media time is charged to
+  that next op). A read found in a segment costs only ``hit_overhead_s`` + bus transfer; a read
+  that lands in the segment still being filled waits for the head to get there (no
+  positioning). Without the cache the paper's default-heuristic numbers cannot be explained:
+  a 2-stride reader would pay a seek per block (see docs/disk-bench.md).
+
+API (numba-speed batch use; state carried explicitly so callers can run in chunks)::
+
+    model = DiskModel.from_profile("ide-7200", layout=Layout(start=0.0))
+    place = model.place(file_sizes)          # int64 bytes per file (dense file index)
+    state = model.new_state()                # int64 array; head, read-ahead, segments
+    res = model.service(file, offset, length, place, state)   # arrays in issue order
+    res.seconds, res.flags, res.total_seconds, res.positionings, res.hits
+    model.run(file, offset, length, file_sizes)   # one-shot convenience (fresh state)
+
+``service`` mutates ``state``; calling it on consecutive chunks equals one call on the
+concatenation. From inside numba code call :func:`service_kernel` with ``model.kernel_args()``
+and ``place`` arrays (see :meth:`DiskModel.kernel_args`). ``flags`` bits: ``POSITIONED`` (paid a
+positioning), ``HIT`` (served from a drive segment), ``STREAM`` (continued the head's stream,
+no positioning), ``SPLIT`` (crossed an extent boundary in a fragmented layout).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from .profile import DiskProfile, load_profile
+
+POSITIONED = 1
+HIT = 2
+STREAM = 4
+SPLIT = 8
+
+# state layout: header words, then segment start[N], end[N], stamp[N]
+S_HEAD, S_PFSEG, S_PFPOS, S_PFLIM, S_PFMIN, S_TICK = 0, 1, 2, 3, 4, 5
+S_HDR = 6
+# integer parameters
+I_NSEG, I_SEGBYTES, I_RA, I_MINPF = 0, 1, 2, 3
+# float parameters
+F_HOST, F_OVER, F_HITOVER, F_RAND = 0, 1, 2, 3
+
+_ALIGN = 4096
+_NO_EXTENTS = np.int64(1) << np.int64(62)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where files lie on the disk.
+
+    ``start``: fraction of the capacity where the first file begins (0 = outer edge, like the
+    paper's ``ide1``/``scsi1`` partitions; 0.75 = its ``*4`` partitions). ``extent_bytes``: 0
+    for contiguous files, else the extent size of a fragmented layout whose extents are
+    shuffled with ``seed``.
+    """
+
+    start: float = 0.0
+    extent_bytes: int = 0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.start < 1.0:
+            raise ValueError("Layout.start is a fraction of the capacity in [0, 1)")
+        if self.extent_bytes < 0 or (self.extent_bytes and self.extent_bytes % 512):
+            raise ValueError("Layout.extent_bytes must be 0 or a positive multiple of 512")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Byte addresses of every file's extents: file f's extent k starts at
+    ``ext_base[ext_first[f] + k]``; ``extent_bytes`` is huge for a contiguous layout."""
+
+    ext_first: np.ndarray  # int64[F + 1]
+    ext_base: np.ndarray   # int64[n_extents]
+    extent_bytes: int
+
+
+@dataclass
+class DiskResult:
+    """Per-op service seconds and flags of one ``service`` call, with totals."""
+
+    seconds: np.ndarray   # float64 per op
+    flags: np.ndarray     # uint8 per op
+    bytes: int
+
+    @property
+    def ops(self) -> int:
+        return int(self.seconds.size)
+
+    @property
+    def total_seconds(self) -> float:
+        return float(self.seconds.sum())
+
+    @property
+    def positionings(self) -> int:
+        return int(np.count_nonzero(self.flags & POSITIONED))
+
+    @property
+    def hits(self) -> int:
+        return int(np.count_nonzero(self.flags & HIT))
+
+    @property
+    def throughput_mbps(self) -> float:
+        t = self.total_seconds
+        return self.bytes / t / 1e6 if t > 0 else 0.0
+
+    def summary(self) -> dict[str, Any]:
+        return {"disk_ops": self.ops, "disk_seconds": self.total_seconds,
+                "disk_positionings": self.positionings, "disk_cache_hits": self.hits,
+                "disk_bytes": self.bytes, "disk_mbps": self.throughput_mbps}
+
+
+class DiskModel:
+    """A DiskProfile turned into arrays for :func:`service_kernel`."""
+
+    def __init__(self, profile: DiskProfile, layout: Layout | None = None, *,
+                 drive_cache: bool = True, host_mbps: float | None = None) -> None:
+        self.profile = profile
+        self.layout = layout or Layout()
+        c = profile.cache
+        use_cache = drive_cache and c.enabled
+        self.iparams = np.array([c.segments if use_cache else 0, c.segment_bytes,
+                                 c.readahead_bytes if use_cache else 0,
+                                 c.min_prefetch_bytes if use_cache else 0], dtype=np.int64)
+        host = host_mbps if host_mbps is not None else profile.host_mbps
+        self.fparams = np.array([host * 1e6, profile.command_overhead_s, c.hit_overhead_s,
+                                 profile.random_positioning_s], dtype=np.float64)
+        if profile.has_seek_curve:
+            self.seek_d = np.asarray(profile.seek_distance_bytes, dtype=np.float64)
+            self.seek_t = np.asarray(profile.seek_seconds, dtype=np.float64)
+        else:
+            self.seek_d = np.zeros(0, dtype=np.float64)
+            self.seek_t = np.zeros(0, dtype=np.float64)
+        self.zone_start = np.asarray(profile.zone_start_bytes, dtype=np.int64)
+        self.zone_rate = np.asarray(profile.zone_mbps, dtype=np.float64) * 1e6
+
+    @classmethod
+    def from_profile(cls, profile: "DiskProfile | str", layout: Layout | None = None, *,
+                     drive_cache: bool = True, host_mbps: float | None = None) -> "DiskModel":
+        """From a DiskProfile, a bundled profile name or a profile JSON path."""
+        return cls(load_profile(profile), layout, drive_cache=drive_cache, host_mbps=host_mbps)
+
+    @property
+    def drive_cache(self) -> bool:
+        return bool(self.iparams[I_NSEG] > 0)
+
+    def new_state(self) -> np.ndarray:
+        """A fresh drive: head position unknown, empty segments, no read-ahead running."""
+        n = int(self.iparams[I_NSEG])
+        st = np.full(S_HDR + 3 * n, -1, dtype=np.int64)
+        st[S_TICK] = 0
+        st[S_HDR + 2 * n:] = 0
+        return st
+
+    def place(self, file_sizes: np.ndarray) -> Placement:
+        """Lay out files of the given sizes (bytes; index = dense file number)."""
+        sizes = np.maximum(np.asarray(file_sizes, dtype=np.int64), 1)
+        sizes = (sizes + _ALIGN - 1) // _ALIGN * _ALIGN
+        base0 = int(self.layout.start * self.profile.capacity_bytes) // _ALIGN * _ALIGN
+        nfiles = sizes.size
+        if self.layout.extent_bytes == 0:
+            ext_base = base0 + np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+            ext_first = np.arange(nfiles + 1, dtype=np.int64)
+            return Placement(ext_first, ext_base if nfiles else np.zeros(0, np.int64),
+                             int(_NO_EXTENTS))
+        e = int(self.layout.extent_bytes)
+        counts = (sizes + e - 1) // e
+        ext_first = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        total = int(ext_first[-1])
+        slots = np.random.default_rng(self.layout.seed).permutation(total).astype(np.int64)
+        return Placement(ext_first, base0 + slots * e, e)
+
+    def kernel_args(self) -> tuple[np.ndarray, ...]:
+        """(iparams, fparams, seek_d, seek_t, zone_start, zone_rate) for service_kernel."""
+        return (self.iparams, self.fparams, self.seek_d, self.seek_t, self.zone_start,
+                self.zone_rate)
+
+    def service(self, file: np.ndarray, offset: np.ndarray, length: np.ndarray,
+                place: Placement, state: np.ndarray,
+                idle_s: np.ndarray | None = None) -> DiskResult:
+        """Service times of disk reads in issue order; ``state`` is updated in place."""
+        file = np.ascontiguousarray(file, dtype=np.int64)
+        offset = np.ascontiguousarray(offset, dtype=np.int64)
+        length = np.ascontiguousarray(length, dtype=np.int64)
+        n = file.size
+        if offset.size != n or length.size != n:
+            raise ValueError("file, offset and length must have equal length")
+        if idle_s is None:
+            idle = np.zeros(0, dtype=np.float64)
+        else:
+            idle = np.ascontiguousarray(idle_s, dtype=np.float64)
+            if idle.size != n:
+                raise ValueError("idle_s must have one entry per op")
+        if n and (file.min() < 0 or file.max() >= place.ext_first.size - 1):
+            raise ValueError("file index outside the placement")
+        if n and (offset.min() < 0 or length.min() < 0):
+            raise ValueError("offsets and lengths must be >= 0")
+        if state.size != S_HDR + 3 * int(self.iparams[I_NSEG]):
+            raise ValueError("state was not made by this model's new_state()")
+        out_s = np.empty(n, dtype=np.float64)
+        out_f = np.empty(n, dtype=np.uint8)
+        service_kernel(file, offset, length, idle, place.ext_first, place.ext_base,
+                       np.int64(place.extent_bytes), *self.kernel_args(), state, out_s, out_f)
+        return DiskResult(out_s, out_f, int(length.sum()))
+
+    def run(self, file: np.ndarray, offset: np.ndarray, length: np.ndarray,
+            file_sizes: np.ndarray | None = None, idle_s: np.ndarray | None = None) -> DiskResult:
+        """One-shot: place files (sizes default to the largest offset+length seen), fresh
+        drive, service all ops."""
+        file = np.asarray(file, dtype=np.int64)
+        if file_sizes is None:
+            file_sizes = extents_from_reads(file, offset, length)
+        return self.service(file, offset, length, self.place(file_sizes), self.new_state(),
+                            idle_s)
+
+
+def extents_from_reads(file: np.ndarray, offset: np.ndarray, length: np.ndarray,
+                       nfiles: int | None = None) -> np.ndarray:
+    """Per-file size = the largest ``offset + length`` read (when the trace lacks sizes)."""
+    file = np.asarray(file, dtype=np.int64)
+    end = np.asarray(offset, dtype=np.int64) + np.asarray(length, dtype=np.int64)
+    n = int(nfiles if nfiles is not None else (file.max() + 1 if file.size else 0))
+    sizes = np.zeros(n, dtype=np.int64)
+    np.maximum.at(sizes, file, end)
+    return sizes
+
+
+# ---------------------------------------------------------------------------------------------
+# numba kernels
+# ---------------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def _rate(zone_start, zone_rate, addr):
+    i = np.searchsorted(zone_start, addr, side="right") - 1
+    if i < 0:
+        i = 0
+    return zone_rate[i]
+
+
+@njit(cache=True, nogil=True)
+def _positioning(seek_d, seek_t, rand_s, head, addr):
+    if head < 0 or seek_d.size == 0:
+        return rand_s
+    d = float(abs(addr - head))
+    if d <= seek_d[0]:
+        return seek_t[0]
+    if d >= seek_d[-1]:
+        return seek_t[-1]
+    j = np.searchsorted(seek_d, d) - 1
+    w = (d - seek_d[j]) / (seek_d[j + 1] - seek_d[j])
+    return seek_t[j] + w * (seek_t[j + 1] - seek_t[j])
+
+
+@njit(cache=True, nogil=True)
+def _advance(state, nseg, segbytes, dt, zone_start, zone_rate):
+    """Let the running read-ahead progress for ``dt`` seconds of drive time."""
+    seg = state[S_PFSEG]
+    if seg < 0 or dt <= 0.0:
+        return
+    pos = state[S_PFPOS]
+    lim = state[S_PFLIM]
+    if pos >= lim:
+        return
+    got = np.int64(dt * _rate(zone_start, zone_rate, pos))
+    newpos = min(lim, pos + got)
+    state[S_PFPOS] = newpos
+    state[S_HEAD] = newpos
+    state[S_HDR + nseg + seg] = newpos
+    if newpos - state[S_HDR + seg] > segbytes:
+        state[S_HDR + seg] = newpos - segbytes
+
+
+@njit(cache=True, nogil=True)
+def _piece(addr, ln, first, state, ip, fp, seek_d, seek_t, zone_start, zone_rate):
+    """Service one physically contiguous piece; returns (seconds, flags)."""
+    nseg = ip[I_NSEG]
+    segbytes = ip[I_SEGBYTES]
+    host = fp[F_HOST]
+    over = fp[F_OVER] if first else 0.0
+    hitover = fp[F_HITOVER] if first else 0.0
+    end = addr + ln
+    bus = ln / host
+    if nseg > 0:
+        state[S_TICK] += 1
+        tick = state[S_TICK]
+        seg = state[S_PFSEG]
+        # 1. inside the segment the drive is still reading ahead into: no positioning
+        if seg >= 0 and state[S_HDR + seg] <= addr and addr <= state[S_PFLIM]:
+            pos = state[S_PFPOS]
+            state[S_HDR + 2 * nseg + seg] = tick
+            if end <= pos:
+                t = hitover + bus
+                _advance(state, nseg, segbytes, t, zone_start, zone_rate)
+                return t, HIT
+            media = (end - pos) / _rate(zone_start, zone_rate, pos)
+            t = over + max(media, bus)
+            ra = min(ip[I_RA], max(np.int64(0), segbytes - ln))
+            state[S_PFPOS] = end
+            state[S_HEAD] = end
+            state[S_PFLIM] = max(state[S_PFLIM], end + ra)
+            state[S_PFMIN] = min(state[S_PFLIM], end + ip[I_MINPF])
+            state[S_HDR + nseg + seg] = end
+            if end - state[S_HDR + seg] > segbytes:
+                state[S_HDR + seg] = end - segbytes
+            return t, STREAM
+        # 2. wholly inside another segment: bus transfer only
+        for s in range(nseg):
+            st = state[S_HDR + s]
+            if st >= 0 and st <= addr and end <= state[S_HDR + nseg + s]:
+                state[S_HDR + 2 * nseg + s] = tick
+                t = hitover + bus
+                _advance(state, nseg, segbytes, t, zone_start, zone_rate)
+                return t, HIT
+    # 3. media read; first finish the read-ahead the drive will not abandon
+    t = over
+    if nseg > 0 and state[S_PFSEG] >= 0:
+        pos = state[S_PFPOS]
+        stop = min(state[S_PFMIN], state[S_PFLIM])
+        if pos < stop:
+            dt = (stop - pos) / _rate(zone_start, zone_rate, pos)
+            _advance(state, nseg, segbytes, dt + 1e-12, zone_start, zone_rate)
+            t += dt
+        state[S_PFSEG] = -1
+    head = state[S_HEAD]
+    flags = 0
+    if head == addr:
+        flags = STREAM
+    else:
+        t += _positioning(seek_d, seek_t, fp[F_RAND], head, addr)
+        flags = POSITIONED
+    rate = min(_rate(zone_start, zone_rate, addr), host)
+    t += ln / rate
+    state[S_HEAD] = end
+    if nseg > 0:
+        victim = 0
+        best = state[S_HDR + 2 * nseg]
+        for s in range(nseg):
+            if state[S_HDR + s] < 0:
+                victim = s
+                break
+            if state[S_HDR + 2 * nseg + s] < best:
+                best = state[S_HDR + 2 * nseg + s]
+                victim = s
+        state[S_HDR + victim] = max(addr, end - segbytes)
+        state[S_HDR + nseg + victim] = end
+        state[S_HDR + 2 * nseg + victim] = state[S_TICK]
+        ra = min(ip[I_RA], max(np.int64(0), segbytes - ln))
+        if ra > 0:
+            state[S_PFSEG] = victim
+            state[S_PFPOS] = end
+            state[S_PFLIM] = end + ra
+            state[S_PFMIN] = min(end + ra, end + ip[I_MINPF])
+    return t, flags
+
+
+@njit(cache=True, nogil=True)
+def service_kernel(file, offset, length, idle, ext_first, ext_base, extent_bytes,
+                   ip, fp, seek_d, seek_t, zone_start, zone_rate, state, out_s, out_f):
+    """Service ``len(file)`` reads in issue order into ``out_s`` (seconds) and ``out_f`` (flags).
+
+    ``idle`` is empty (back-to-back) or one host-idle gap in seconds before each read.
+    """
+    nseg = ip[I_NSEG]
+    segbytes = ip[I_SEGBYTES]
+    has_idle = idle.size > 0
+    for i in range(file.size):
+        if has_idle:
+            _advance(state, nseg, segbytes, idle[i], zone_start, zone_rate)
+        f = file[i]
+        off = offset[i]
+        remaining = length[i]
+        nfext = ext_first[f + 1] - ext_first[f]
+        total = 0.0
+        flags = 0
+        first = True
+        while True:
+            k = off // extent_bytes
+            within = off - k * extent_bytes
+            if k < nfext:
+                addr = ext_base[ext_first[f] + k] + within
+            else:
+                # past the file's last extent: continue contiguously after it
+                addr = ext_base[ext_first[f] + nfext - 1] + (k - nfext + 1) * extent_bytes + within
+            piece = min(remaining, extent_bytes - within)
+            t, fl = _piece(addr, piece, first, state, ip, fp, seek_d, seek_t, zone_start,
+                           zone_rate)
+            total += t
+            flags |= fl
+            remaining -= piece
+            off += piece
+            if remaining <= 0:
+                break
+            first = False
+            flags |= SPLIT
+        if not first and (flags & HIT) and (flags & (POSITIONED | STREAM)):
+            flags &= ~HIT  # partly from the cache, partly from the media: not a hit
+        out_s[i] = total
+        out_f[i] = flags
