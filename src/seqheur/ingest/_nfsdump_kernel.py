@@ -1,0 +1,742 @@
+"""Numba kernels for the nfsdump text reader: a byte-level line tokenizer and a streaming
+call/reply joiner. Private to ``ingest/nfsdump.py``; no Python objects cross the boundary.
+
+Why bytes and not str: a per-line Python split costs ~2 µs; scanning the raw bytes of a whole
+chunk in one jitted loop is what makes > 1 M lines/s per core possible.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# ---- skip reasons (index into SKIP_REASONS) -------------------------------------------------
+SKIP_REASONS = (
+    "blank_line",           # 0: empty or white space only
+    "diagnostic_line",      # 1: nfsdump/anonymizer diagnostics: "XX ..."
+    "not_a_record",         # 2: does not start with a digit (other junk, NUL blocks, ...)
+    "bad_time",             # 3
+    "bad_host",             # 4
+    "bad_transport",        # 5: not U / T
+    "bad_direction",        # 6: not C2 C3 R2 R3
+    "unsupported_version",  # 7: CU<n>/RU<n> (the printer breaks such lines)
+    "bad_xid",              # 8
+    "bad_proc",             # 9
+    "unknown_op",           # 10
+    "bad_status",           # 11
+    "truncated",            # 12: fixed fields missing or no trailer (con = / status=)
+    "overlong_line",        # 13: (set by the Python reader) line longer than the limit
+)
+N_REASONS = len(SKIP_REASONS)
+N_EXAMPLES = 3  # examples kept per reason per chunk
+
+# ---- op names as printed (token) -> canonical request-table op name ---------------------------
+OP_TOKENS = (
+    ("null", "null"), ("getattr", "getattr"), ("setattr", "setattr"), ("root", "root"),
+    ("lookup", "lookup"), ("readlink", "readlink"), ("read", "read"),
+    ("writecach", "writecache"), ("writecac", "writecache"), ("writecache", "writecache"),
+    ("write", "write"), ("create", "create"), ("remove", "remove"), ("rename", "rename"),
+    ("link", "link"), ("symlink", "symlink"), ("mkdir", "mkdir"), ("rmdir", "rmdir"),
+    ("readdir", "readdir"), ("statfs", "statfs"), ("access", "access"), ("mknod", "mknod"),
+    ("readdirp", "readdirplus"), ("readdirplus", "readdirplus"), ("fsstat", "fsstat"),
+    ("fsinfo", "fsinfo"), ("pathconf", "pathconf"), ("commit", "commit"),
+    ("unknown", "unknown"), ("ffffffff", "unknown"),
+)
+_OPW = 12
+OP_BYTES = np.zeros((len(OP_TOKENS), _OPW), dtype=np.uint8)
+OP_LEN = np.zeros(len(OP_TOKENS), dtype=np.int64)
+for _i, (_tok, _) in enumerate(OP_TOKENS):
+    OP_BYTES[_i, : len(_tok)] = np.frombuffer(_tok.encode(), dtype=np.uint8)
+    OP_LEN[_i] = len(_tok)
+
+# ---- per-record flag bits ---------------------------------------------------------------------
+F_OFF = 1
+F_CNT = 2
+F_RET = 4
+F_STATUS = 8
+F_SIZE = 16
+F_EOF = 32       # eof present
+F_EOFV = 64      # eof value
+F_SHORT = 128    # SHORT PACKET / +|+ / +/+ seen: fields after it were not decoded
+F_FH = 256
+
+# counters[...] of parse_chunk
+C_BAD_VALUES = 0
+C_SHORT = 1
+C_LONGPKT = 2
+
+# join counters
+J_CALLS = 0
+J_REPLIES = 1
+J_MATCHED = 2
+J_RETRANS = 3
+J_DUP_REPLIES = 4
+J_ORPHAN_REPLIES = 5
+
+# key codes inside a line
+_K_OTHER = 0
+_K_FH = 1
+_K_OFF = 2
+_K_COUNT = 3
+_K_TCOUNT = 4
+_K_SIZE = 5
+_K_EOF = 6
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _is_ws(c: int) -> bool:
+    return c == 32 or c == 9 or c == 13 or c == 11 or c == 12
+
+
+@njit(cache=True, nogil=True)
+def _next_tok(buf, p, e):
+    while p < e and _is_ws(buf[p]):
+        p += 1
+    s = p
+    while p < e and not _is_ws(buf[p]):
+        p += 1
+    return s, p
+
+
+@njit(cache=True, nogil=True)
+def _hexval(buf, s, e, maxdigits):
+    """(value, ok) of a hex token of at most ``maxdigits`` significant digits."""
+    while e - s > maxdigits and buf[s] == 48:  # leading zeros do not count
+        s += 1
+    n = e - s
+    if n <= 0 or n > maxdigits:
+        return np.uint64(0), False
+    v = np.uint64(0)
+    for i in range(s, e):
+        c = buf[i]
+        if 48 <= c <= 57:
+            d = c - 48
+        elif 97 <= c <= 102:
+            d = c - 87
+        elif 65 <= c <= 70:
+            d = c - 55
+        else:
+            return np.uint64(0), False
+        v = (v << np.uint64(4)) | np.uint64(d)
+    return v, True
+
+
+@njit(cache=True, nogil=True)
+def _timeval(buf, s, e):
+    """(ns since epoch, ok) of ``secs[.frac]`` (frac = decimal fraction, 1..9 digits)."""
+    sec = np.int64(0)
+    i = s
+    nd = 0
+    while i < e and 48 <= buf[i] <= 57:
+        sec = sec * 10 + (buf[i] - 48)
+        i += 1
+        nd += 1
+    if nd == 0 or nd > 11:
+        return np.int64(0), False
+    frac = np.int64(0)
+    fd = 0
+    if i < e and buf[i] == 46:
+        i += 1
+        while i < e and 48 <= buf[i] <= 57:
+            if fd >= 9:
+                return np.int64(0), False
+            frac = frac * 10 + (buf[i] - 48)
+            fd += 1
+            i += 1
+        if fd == 0:
+            return np.int64(0), False
+    if i != e:
+        return np.int64(0), False
+    while fd < 9:
+        frac *= 10
+        fd += 1
+    return sec * 1000000000 + frac, True
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _eq2(buf, s, e, a, b):
+    return e - s == 2 and buf[s] == a and buf[s + 1] == b
+
+
+@njit(cache=True, nogil=True)
+def _is_con(buf, s, e):
+    return e - s == 3 and buf[s] == 99 and buf[s + 1] == 111 and buf[s + 2] == 110
+
+
+@njit(cache=True, nogil=True)
+def _ends_con(buf, s, e):
+    return e - s >= 3 and buf[e - 3] == 99 and buf[e - 2] == 111 and buf[e - 1] == 110
+
+
+@njit(cache=True, nogil=True)
+def _find_status_eq(buf, s, e):
+    """Index just after ``status=`` inside [s, e), or -1."""
+    # s t a t u s =
+    for i in range(s, e - 6):
+        if (buf[i] == 115 and buf[i + 1] == 116 and buf[i + 2] == 97 and buf[i + 3] == 116
+                and buf[i + 4] == 117 and buf[i + 5] == 115 and buf[i + 6] == 61):
+            return i + 7
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _starts_status_eq(buf, s, e):
+    return (e - s >= 7 and buf[s] == 115 and buf[s + 1] == 116 and buf[s + 2] == 97
+            and buf[s + 3] == 116 and buf[s + 4] == 117 and buf[s + 5] == 115
+            and buf[s + 6] == 61)
+
+
+@njit(cache=True, nogil=True)
+def _is_short_marker(buf, s, e):
+    n = e - s
+    if n == 3 and buf[s] == 43 and buf[s + 2] == 43 and (buf[s + 1] == 124 or buf[s + 1] == 47):
+        return True  # +|+ (v2 call) / +/+ (v2 reply)
+    # SHORT (the following PACKET is fused with the next token)
+    return (n >= 5 and buf[s] == 83 and buf[s + 1] == 72 and buf[s + 2] == 79
+            and buf[s + 3] == 82 and buf[s + 4] == 84)
+
+
+@njit(cache=True, nogil=True)
+def _key_code(buf, s, e):
+    n = e - s
+    c = buf[s]
+    if n == 2:
+        if c == 102 and buf[s + 1] == 104:  # fh
+            return _K_FH
+    elif n == 3:
+        if c == 111 and buf[s + 1] == 102 and buf[s + 2] == 102:  # off
+            return _K_OFF
+        if c == 101 and buf[s + 1] == 111 and buf[s + 2] == 102:  # eof
+            return _K_EOF
+    elif n == 4:
+        if c == 102 and buf[s + 1] == 105 and buf[s + 2] == 108 and buf[s + 3] == 101:  # file
+            return _K_FH
+        if c == 115 and buf[s + 1] == 105 and buf[s + 2] == 122 and buf[s + 3] == 101:  # size
+            return _K_SIZE
+    elif n == 5:
+        if (c == 99 and buf[s + 1] == 111 and buf[s + 2] == 117 and buf[s + 3] == 110
+                and buf[s + 4] == 116):  # count
+            return _K_COUNT
+    elif n == 6:
+        if (c == 111 and buf[s + 1] == 102 and buf[s + 2] == 102 and buf[s + 3] == 115
+                and buf[s + 4] == 101 and buf[s + 5] == 116):  # offset (v2)
+            return _K_OFF
+        if (c == 116 and buf[s + 1] == 99 and buf[s + 2] == 111 and buf[s + 3] == 117
+                and buf[s + 4] == 110 and buf[s + 5] == 116):  # tcount (v2)
+            return _K_TCOUNT
+    return _K_OTHER
+
+
+@njit(cache=True, nogil=True)
+def _op_index(buf, s, e):
+    n = e - s
+    if n > _OPW:
+        return -1
+    for k in range(OP_LEN.shape[0]):
+        if OP_LEN[k] != n or OP_BYTES[k, 0] != buf[s]:
+            continue
+        same = True
+        for j in range(1, n):
+            if OP_BYTES[k, j] != buf[s + j]:
+                same = False
+                break
+        if same:
+            return k
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _host_ok(buf, s, e):
+    # anonymized "30.0801", raw "0a000001.0801", -v dotted quad "10.0.0.1.0801"
+    if e - s == 0 or e - s > 64:
+        return False
+    for i in range(s, e):
+        c = buf[i]
+        if not ((48 <= c <= 57) or (97 <= c <= 102) or (65 <= c <= 70) or c == 46 or c == 58):
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _fnv(buf, s, e):
+    h = np.uint64(1469598103934665603)
+    for i in range(s, e):
+        h = (h ^ np.uint64(buf[i])) * np.uint64(1099511628211)
+    return h
+
+
+@njit(cache=True, nogil=True)
+def _intern(buf, s, e, pool, offs, lens, slots, meta):
+    """Dense id of the token buf[s:e] in a growable string table; -2 when the table is full
+    (the caller grows it and resumes at the same line)."""
+    mask = np.uint64(slots.shape[0] - 1)
+    j = _fnv(buf, s, e) & mask
+    n = e - s
+    while True:
+        idx = slots[j]
+        if idx < 0:
+            break
+        if lens[idx] == n:
+            o = offs[idx]
+            same = True
+            for k in range(n):
+                if pool[o + k] != buf[s + k]:
+                    same = False
+                    break
+            if same:
+                return idx
+        j = (j + np.uint64(1)) & mask
+    cnt = meta[0]
+    used = meta[1]
+    if (cnt + 1) * 2 > slots.shape[0] or cnt >= offs.shape[0] or used + n > pool.shape[0]:
+        return -2
+    for k in range(n):
+        pool[used + k] = buf[s + k]
+    offs[cnt] = used
+    lens[cnt] = n
+    slots[j] = cnt
+    meta[0] = cnt + 1
+    meta[1] = used + n
+    return cnt
+
+
+@njit(cache=True, nogil=True)
+def rehash(pool, offs, lens, count, slots):
+    """Fill an empty (all -1) ``slots`` from the first ``count`` interned strings."""
+    mask = np.uint64(slots.shape[0] - 1)
+    for idx in range(count):
+        j = _fnv(pool, offs[idx], offs[idx] + lens[idx]) & mask
+        while slots[j] >= 0:
+            j = (j + np.uint64(1)) & mask
+        slots[j] = idx
+
+
+@njit(cache=True, nogil=True)
+def _skip(code, line_no, ls, le, skip_counts, ex_line, ex_start, ex_end):
+    k = skip_counts[code]
+    if k < N_EXAMPLES:
+        ex_line[code, k] = line_no
+        ex_start[code, k] = ls
+        ex_end[code, k] = le
+    skip_counts[code] = k + 1
+
+
+@njit(cache=True, nogil=True)
+def parse_chunk(buf, pos, final, max_lines, line_base,
+                h_pool, h_offs, h_lens, h_slots, h_meta,
+                r_kind, r_time, r_client, r_server, r_tr, r_vers, r_xid, r_op, r_line,
+                r_off, r_cnt, r_ret, r_status, r_size, r_flags, fh_offs, fh_data,
+                skip_counts, ex_line, ex_start, ex_end, counters):
+    """Parse up to ``max_lines`` complete lines of ``buf`` starting at byte ``pos``.
+
+    Returns (next_pos, lines_done, records_done, full): ``full`` is 1 when the host table
+    ran out of room (grow it and call again from ``next_pos``). A line without its newline
+    is left for the next call unless ``final``.
+    """
+    n = buf.shape[0]
+    nl = 0
+    nr = 0
+    fhpos = np.int64(0)
+    fh_offs[0] = 0
+    while nl < max_lines and pos < n:
+        le = pos
+        while le < n and buf[le] != 10:
+            le += 1
+        if le >= n and not final:
+            break
+        ls = pos
+        nxt = le + 1 if le < n else n
+        line_no = line_base + nl + 1
+        # ---- fixed fields
+        s, t = _next_tok(buf, ls, le)
+        if s == t:
+            _skip(0, line_no, ls, le, skip_counts, ex_line, ex_start, ex_end)
+            pos = nxt
+            nl += 1
+            continue
+        c0 = buf[s]
+        if c0 < 48 or c0 > 57:
+            code = 1 if (c0 == 88 and t - s >= 2 and buf[s + 1] == 88) else 2
+            _skip(code, line_no, ls, le, skip_counts, ex_line, ex_start, ex_end)
+            pos = nxt
+            nl += 1
+            continue
+        tns, ok = _timeval(buf, s, t)
+        code = -1
+        if not ok:
+            code = 3
+        if code < 0:
+            s1, t1 = _next_tok(buf, t, le)
+            s2, t2 = _next_tok(buf, t1, le)
+            s3, t3 = _next_tok(buf, t2, le)
+            s4, t4 = _next_tok(buf, t3, le)
+            s5, t5 = _next_tok(buf, t4, le)
+            s6, t6 = _next_tok(buf, t5, le)
+            s7, t7 = _next_tok(buf, t6, le)
+            if s7 == t7:
+                code = 12
+            elif not _host_ok(buf, s1, t1) or not _host_ok(buf, s2, t2):
+                code = 4
+            elif not (t3 - s3 == 1 and (buf[s3] == 85 or buf[s3] == 84)):
+                code = 5
+            elif not (t4 - s4 == 2 and (buf[s4] == 67 or buf[s4] == 82)
+                      and (buf[s4 + 1] == 50 or buf[s4 + 1] == 51)):
+                code = 7 if (t4 - s4 >= 2 and (buf[s4] == 67 or buf[s4] == 82)
+                             and buf[s4 + 1] == 85) else 6
+        if code < 0:
+            xid, ok = _hexval(buf, s5, t5, 8)
+            if not ok:
+                code = 8
+        if code < 0:
+            _proc, ok = _hexval(buf, s6, t6, 8)
+            if not ok:
+                code = 9
+        op = -1
+        if code < 0:
+            op = _op_index(buf, s7, t7)
+            if op < 0:
+                code = 10
+        if code >= 0:
+            _skip(code, line_no, ls, le, skip_counts, ex_line, ex_start, ex_end)
+            pos = nxt
+            nl += 1
+            continue
+        is_reply = buf[s4] == 82
+        flags = 0
+        status = np.uint64(0)
+        trailer = False
+        short = False
+        p = t7
+        if is_reply:
+            s8, t8 = _next_tok(buf, p, le)
+            p = t8
+            if s8 == t8:
+                code = 12
+            elif _starts_status_eq(buf, s8, t8):
+                # null (and v2 root/writecache) replies have no status token: the trailer's
+                # status= carries it (XXX in the anonymized traces -> unknown)
+                trailer = True
+                status, ok = _hexval(buf, s8 + 7, t8, 8)
+                if ok:
+                    flags |= F_STATUS
+            elif _eq2(buf, s8, t8, 79, 75):  # OK
+                flags |= F_STATUS
+            elif _is_short_marker(buf, s8, t8):
+                short = True
+            else:
+                status, ok = _hexval(buf, s8, t8, 8)
+                if ok:
+                    flags |= F_STATUS
+                else:
+                    code = 11
+        if code >= 0:
+            _skip(code, line_no, ls, le, skip_counts, ex_line, ex_start, ex_end)
+            pos = nxt
+            nl += 1
+            continue
+        # ---- key/value pairs up to the trailer
+        off = np.uint64(0)
+        cnt = np.uint64(0)
+        tcnt = np.uint64(0)
+        have_tcnt = False
+        ret = np.uint64(0)
+        size = np.uint64(0)
+        fh_start = fhpos
+        bad = 0
+        key = -1
+        while not trailer:
+            s, t = _next_tok(buf, p, le)
+            p = t
+            if s == t:
+                break
+            if short:
+                if not is_reply:
+                    if _ends_con(buf, s, t):
+                        trailer = True
+                elif _find_status_eq(buf, s, t) >= 0:
+                    trailer = True
+                continue
+            if not is_reply:
+                if _is_con(buf, s, t):
+                    trailer = True
+                    break
+            elif _starts_status_eq(buf, s, t):
+                trailer = True
+                break
+            if _is_short_marker(buf, s, t):
+                short = True
+                if not is_reply and _ends_con(buf, s, t):
+                    trailer = True
+                elif is_reply and _find_status_eq(buf, s, t) >= 0:
+                    trailer = True
+                continue
+            if key < 0:
+                key = _key_code(buf, s, t)
+                continue
+            k = key
+            key = -1
+            if k == _K_OTHER:
+                continue
+            if not is_reply:
+                if k == _K_FH:
+                    if flags & F_FH:
+                        continue
+                    m = t - s
+                    if m % 2 != 0 or m > 512:
+                        bad += 1
+                        continue
+                    okh = True
+                    for i in range(0, m, 2):
+                        hi = buf[s + i]
+                        lo = buf[s + i + 1]
+                        if 48 <= hi <= 57:
+                            hv = hi - 48
+                        elif 97 <= hi <= 102:
+                            hv = hi - 87
+                        elif 65 <= hi <= 70:
+                            hv = hi - 55
+                        else:
+                            okh = False
+                            break
+                        if 48 <= lo <= 57:
+                            lv = lo - 48
+                        elif 97 <= lo <= 102:
+                            lv = lo - 87
+                        elif 65 <= lo <= 70:
+                            lv = lo - 55
+                        else:
+                            okh = False
+                            break
+                        fh_data[fhpos + i // 2] = hv * 16 + lv
+                    if okh:
+                        fhpos += m // 2
+                        flags |= F_FH
+                    else:
+                        bad += 1
+                elif k == _K_OFF:
+                    if flags & F_OFF:
+                        continue
+                    v, ok = _hexval(buf, s, t, 16)
+                    if ok:
+                        off = v
+                        flags |= F_OFF
+                    else:
+                        bad += 1
+                elif k == _K_COUNT:
+                    if flags & F_CNT:
+                        continue
+                    v, ok = _hexval(buf, s, t, 8)
+                    if ok:
+                        cnt = v
+                        flags |= F_CNT
+                    else:
+                        bad += 1
+                elif k == _K_TCOUNT:
+                    v, ok = _hexval(buf, s, t, 8)
+                    if ok:
+                        tcnt = v
+                        have_tcnt = True
+                    else:
+                        bad += 1
+            else:
+                if k == _K_SIZE:
+                    # first occurrence = the object's post-op attributes (lookup replies
+                    # repeat the group for the directory)
+                    if flags & F_SIZE:
+                        continue
+                    v, ok = _hexval(buf, s, t, 16)
+                    if ok:
+                        size = v
+                        flags |= F_SIZE
+                    else:
+                        bad += 1
+                elif k == _K_COUNT:
+                    if flags & F_RET:
+                        continue
+                    v, ok = _hexval(buf, s, t, 8)
+                    if ok:
+                        ret = v
+                        flags |= F_RET
+                    else:
+                        bad += 1
+                elif k == _K_EOF:
+                    if flags & F_EOF:
+                        continue
+                    v, ok = _hexval(buf, s, t, 8)
+                    if ok:
+                        flags |= F_EOF
+                        if v != 0:
+                            flags |= F_EOFV
+                    else:
+                        bad += 1
+        if not trailer:
+            fhpos = fh_start
+            _skip(12, line_no, ls, le, skip_counts, ex_line, ex_start, ex_end)
+            pos = nxt
+            nl += 1
+            continue
+        # ---- accepted: intern hosts (client first as in the call)
+        if is_reply:
+            cs, ce, ss, se = s2, t2, s1, t1
+        else:
+            cs, ce, ss, se = s1, t1, s2, t2
+        cid = _intern(buf, cs, ce, h_pool, h_offs, h_lens, h_slots, h_meta)
+        sid = -2
+        if cid >= 0:
+            sid = _intern(buf, ss, se, h_pool, h_offs, h_lens, h_slots, h_meta)
+        if cid < 0 or sid < 0:
+            fhpos = fh_start
+            return pos, nl, nr, fhpos, 1
+        if not is_reply and (flags & F_CNT) == 0 and have_tcnt:
+            cnt = tcnt
+            flags |= F_CNT
+        if short:
+            flags |= F_SHORT
+            counters[C_SHORT] += 1
+        counters[C_BAD_VALUES] += bad
+        r_kind[nr] = 1 if is_reply else 0
+        r_time[nr] = tns
+        r_client[nr] = cid
+        r_server[nr] = sid
+        r_tr[nr] = 1 if buf[s3] == 84 else 0
+        r_vers[nr] = buf[s4 + 1] - 48
+        r_xid[nr] = np.uint32(xid)
+        r_op[nr] = op
+        r_line[nr] = line_no
+        r_off[nr] = off
+        r_cnt[nr] = np.uint32(cnt)
+        r_ret[nr] = np.uint32(ret)
+        r_status[nr] = np.uint32(status)
+        r_size[nr] = size
+        r_flags[nr] = flags
+        fh_offs[nr + 1] = fhpos
+        nr += 1
+        pos = nxt
+        nl += 1
+    return pos, nl, nr, fhpos, 0
+
+
+# ---- call/reply join -------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True, inline="always")
+def _key_hash(c, s, tr, x):
+    h = np.uint64(c) * np.uint64(0x9E3779B97F4A7C15)
+    h ^= np.uint64(s) * np.uint64(0xC2B2AE3D27D4EB4F)
+    h ^= np.uint64(x) * np.uint64(0x165667B19E3779F9) + np.uint64(tr)
+    h ^= h >> np.uint64(29)
+    return h
+
+
+@njit(cache=True, nogil=True)
+def _find(t_used, t_client, t_server, t_tr, t_xid, c, s, tr, x):
+    mask = np.uint64(t_used.shape[0] - 1)
+    j = _key_hash(c, s, tr, x) & mask
+    while t_used[j]:
+        if t_xid[j] == x and t_client[j] == c and t_server[j] == s and t_tr[j] == tr:
+            return np.int64(j), True
+        j = (j + np.uint64(1)) & mask
+    return np.int64(j), False
+
+
+@njit(cache=True, nogil=True)
+def join_records(kind, time, client, server, tr, xid, op, n_carry, window_ns,
+                 t_used, t_client, t_server, t_tr, t_xid, t_replied, t_time, t_op, t_row,
+                 row_call, row_reply, counters):
+    """Join calls and replies in record order.
+
+    Records [0, n_carry) are pending calls carried from the previous chunk; rows
+    [0, n_carry) are theirs and the table already points at them. Returns the row count.
+    A call with the key of a recent (``window_ns``) call of the same op is a retransmission
+    and is dropped; so is a second reply. A reply without a pending call of its op is an
+    orphan and gets a row of its own. The table must have room for every new record.
+    """
+    nrow = n_carry
+    for i in range(n_carry):
+        row_call[i] = i
+        row_reply[i] = -1
+    for i in range(n_carry, kind.shape[0]):
+        c = client[i]
+        s = server[i]
+        x = xid[i]
+        r = tr[i]
+        j, found = _find(t_used, t_client, t_server, t_tr, t_xid, c, s, r, x)
+        if kind[i] == 0:
+            counters[J_CALLS] += 1
+            if found and t_op[j] == op[i] and abs(time[i] - t_time[j]) <= window_ns:
+                counters[J_RETRANS] += 1
+                continue
+            row_call[nrow] = i
+            row_reply[nrow] = -1
+            t_used[j] = True
+            t_client[j] = c
+            t_server[j] = s
+            t_tr[j] = r
+            t_xid[j] = x
+            t_replied[j] = False
+            t_time[j] = time[i]
+            t_op[j] = op[i]
+            t_row[j] = nrow
+            nrow += 1
+        else:
+            counters[J_REPLIES] += 1
+            if found and t_op[j] == op[i]:
+                if not t_replied[j] and t_row[j] >= 0:
+                    row_reply[t_row[j]] = i
+                    t_replied[j] = True
+                    counters[J_MATCHED] += 1
+                    continue
+                if t_replied[j] and abs(time[i] - t_time[j]) <= window_ns:
+                    counters[J_DUP_REPLIES] += 1
+                    continue
+            row_call[nrow] = -1
+            row_reply[nrow] = i
+            counters[J_ORPHAN_REPLIES] += 1
+            nrow += 1
+    return nrow
+
+
+@njit(cache=True, nogil=True)
+def carry_and_rebuild(nrow, cutoff_ns, final,
+                      t_used, t_client, t_server, t_tr, t_xid, t_replied, t_time, t_op, t_row,
+                      n_used, n_client, n_server, n_tr, n_xid, n_replied, n_time, n_op, n_row):
+    """End of a chunk: pick the rows to carry (pending calls newer than ``cutoff_ns``) and
+    copy the still-recent entries into the new (empty) table ``n_*``, re-pointing carried
+    rows to their new index and emitted ones to -1. Returns (carry mask over rows, entries)."""
+    carry = np.zeros(nrow, dtype=np.bool_)
+    if not final:
+        for j in range(t_used.shape[0]):
+            if t_used[j] and not t_replied[j] and t_row[j] >= 0 and t_time[j] >= cutoff_ns:
+                carry[t_row[j]] = True
+    newidx = np.full(nrow, -1, dtype=np.int64)
+    k = 0
+    for r in range(nrow):
+        if carry[r]:
+            newidx[r] = k
+            k += 1
+    kept = 0
+    if final:
+        return carry, kept
+    mask = np.uint64(n_used.shape[0] - 1)
+    for j in range(t_used.shape[0]):
+        if not t_used[j] or t_time[j] < cutoff_ns:
+            continue
+        if not t_replied[j]:
+            if t_row[j] < 0 or newidx[t_row[j]] < 0:
+                continue  # its row is emitted as an orphan
+            row = newidx[t_row[j]]
+        else:
+            row = -1
+        q = _key_hash(t_client[j], t_server[j], t_tr[j], t_xid[j]) & mask
+        while n_used[q]:
+            q = (q + np.uint64(1)) & mask
+        n_used[q] = True
+        n_client[q] = t_client[j]
+        n_server[q] = t_server[j]
+        n_tr[q] = t_tr[j]
+        n_xid[q] = t_xid[j]
+        n_replied[q] = t_replied[j]
+        n_time[q] = t_time[j]
+        n_op[q] = t_op[j]
+        n_row[q] = row
+        kept += 1
+    return carry, kept
