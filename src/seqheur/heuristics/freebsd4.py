@@ -1,0 +1,73 @@
+"""``freebsd4``: the FreeBSD 4.x NFS server seqcount rule (spec/heuristics.md §1.5; the
+baseline Ellard & Seltzer modified).
+
+Source: freebsd/freebsd-src ``sys/nfs/nfs_serv.c`` @ ef3bb20f (RELENG_4), identical in
+DragonFlyBSD 984263bc ``sys/vfs/nfs/nfs_serv.c``.
+
+State per slot: ``[seqcount, nextoff]``.
+
+* reset (new or recycled ``nfsheur`` entry): ``nextoff := off``; ``seqcount := 4`` if
+  ``off == 0`` else 1. The first update therefore always takes the sequential branch
+  (effective 5 at offset 0, else 2).
+* update: sequential if ``(off == 0 and seqcount > 0) or off == nextoff`` → ``+1`` (cap 127);
+  else ``seqcount := 1 if seqcount > 1 else 0``. Then, if ``count > 0``,
+  ``nextoff := off + count``.
+
+Replay note: the kernel sets ``nextoff`` to the end of the data actually read (EOF-clipped) and
+only when the clipped count is > 0; a ReadStream carries the requested count but no file size,
+so ``off + count`` is used (identical for reads inside the file).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from numba import njit
+
+from .registry import detector
+
+SEQ = 0
+NEXTOFF = 1
+
+
+@dataclass(frozen=True)
+class Freebsd4Params:
+    seqmax: int = 127  # IO_SEQMAX
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.seqmax <= 127:
+            raise ValueError("seqmax must be in 1..127")
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def reset(state, params, offset, count, time_ns):
+    state[NEXTOFF] = offset
+    state[SEQ] = 4 if offset == 0 else 1
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def update(state, params, offset, count, time_ns):
+    seq = state[SEQ]
+    if (offset == 0 and seq > 0) or offset == state[NEXTOFF]:
+        seq = seq + 1
+        if seq > params[0]:
+            seq = params[0]
+    elif seq > 1:
+        seq = 1
+    else:
+        seq = 0
+    state[SEQ] = seq
+    if count > 0:
+        state[NEXTOFF] = offset + count
+    return seq
+
+
+@detector("freebsd4", params=Freebsd4Params, state_words=2, builtin=True,
+          max_seqcount=lambda p: p.seqmax,
+          source="freebsd/freebsd-src sys/nfs/nfs_serv.c @ ef3bb20f (RELENG_4); spec §1.5")
+class Freebsd4:
+    """FreeBSD 4.x NFS server: +1 on sequential (cap 127), drop to 1/0 otherwise; new slot 4 at
+    offset 0 else 1."""
+
+    reset = reset
+    update = update

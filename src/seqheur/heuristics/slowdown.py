@@ -1,0 +1,77 @@
+"""``slowdown``: Ellard & Seltzer's SlowDown (FREENIX 2003 §6.2; spec/heuristics.md §5.0).
+
+No code was published; this is the paper's text with seqheur's documented choices.
+State per slot: ``[seqcount, nextoff]``, same table, same initialisation as ``freebsd4``
+(``seqcount := 4`` at offset 0 else 1, ``nextoff := off``).
+
+update:
+* ``(off == 0 and seqcount > 0) or off == nextoff`` → ``+1`` (cap 127) ("as before");
+* else ``|off - nextoff| <= window`` (inclusive; default 64 KiB, "eight 8k NFS blocks") →
+  unchanged (probably a reordered request);
+* else ``seqcount := seqcount // 2`` (1 → 0).
+Then ``nextoff := off + count`` (always, as the spec's pseudo-code).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from numba import njit
+
+from .registry import detector
+
+SEQ = 0
+NEXTOFF = 1
+
+
+@dataclass(frozen=True)
+class SlowdownParams:
+    window: int = 65536  # bytes, paper §6.2
+    seqmax: int = 127
+
+    def __post_init__(self) -> None:
+        if self.window < 0:
+            raise ValueError("window must be >= 0")
+        if not 1 <= self.seqmax <= 127:
+            raise ValueError("seqmax must be in 1..127")
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def reset(state, params, offset, count, time_ns):
+    state[NEXTOFF] = offset
+    state[SEQ] = 4 if offset == 0 else 1
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def step(seq, nextoff, offset, window, seqmax):
+    """The SlowDown rule on (seqcount, nextoff); returns the new seqcount (cursor reuses it)."""
+    if (offset == 0 and seq > 0) or offset == nextoff:
+        seq = seq + 1
+        if seq > seqmax:
+            seq = seqmax
+    else:
+        d = offset - nextoff
+        if d < 0:
+            d = -d
+        if d > window:
+            seq = seq // 2
+    return seq
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def update(state, params, offset, count, time_ns):
+    seq = step(state[SEQ], state[NEXTOFF], offset, params[0], params[1])
+    state[SEQ] = seq
+    state[NEXTOFF] = offset + count
+    return seq
+
+
+@detector("slowdown", params=SlowdownParams, state_words=2, builtin=True,
+          max_seqcount=lambda p: p.seqmax,
+          source="Ellard & Seltzer, FREENIX 2003, §6.2 (no published code); spec §5.0")
+class Slowdown:
+    """Ellard & Seltzer SlowDown: +1 on sequential, unchanged within a window (64 KiB) of the
+    expected offset, halved otherwise."""
+
+    reset = reset
+    update = update

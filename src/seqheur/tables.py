@@ -1,0 +1,362 @@
+"""Table models: where a server keeps per-file detector state (spec/heuristics.md §1.4, §1b, §2, §4.9).
+
+A table model decides, for every request, which *slot* holds the file's detector state and
+whether that slot is *fresh* (newly allocated or recycled from another file, so the detector
+must ``reset`` it). Three kinds:
+
+``nfsheur:SIZExPROBES[:hash=uniform|dense][:seed=N]``
+    The FreeBSD NFS server's open-addressed heuristic table (§1.4). Probing starts at
+    ``h0 mod SIZE`` (``& 63`` for 64 slots is the same value), tests ``PROBES`` slots for the
+    file, decays the ``use`` count of every slot it passes, and otherwise recycles the slot
+    with the lowest ``use`` among the ``PROBES + 1`` candidates (earliest wins ties; the last
+    candidate is compared for ``use`` but never for identity, exactly as the kernel).
+    New entries get ``use = 64``; every access adds 16, capped at 2048.
+    Aliases: ``freebsd4`` = nfsheur:64x4, ``ellard`` = nfsheur:1017x32,
+    ``freebsd`` = nfsheur:1031x32 (options may follow an alias: ``freebsd4:hash=dense``).
+``raparms[:threads=N][:hash=uniform|dense][:seed=N]``
+    Linux nfsd's read-ahead parameter cache, ≤ 5.3 (§4.9): 16 buckets of
+    ``n = max(2, ceil(2*threads/16))`` entries, each bucket an MRU list; a miss recycles the
+    last idle entry (in a serial replay every entry is idle, so the bucket's LRU entry).
+``ideal``
+    One slot per file, never ejected: the upper bound of any table.
+
+**Hash.** The kernel hashes vnode (or dev, ino) addresses, which a trace does not have, so a
+file's start value ``h0`` is chosen by the ``hash`` option:
+
+* ``uniform`` (default): ``splitmix64(file_id XOR seed)`` — the 64-bit finaliser of
+  Steele et al.'s SplitMix64 (add 0x9E3779B97F4A7C15; xor-shift 30, multiply
+  0xBF58476D1CE4E5B9; xor-shift 27, multiply 0x94D049BB133111EB; xor-shift 31), standing for
+  arbitrary vnode addresses. Deterministic: the same trace and seed give the same collisions.
+* ``dense``: the file's dense index (order of first appearance), standing for vnodes
+  allocated in order from a zone (§1.3 modelling advice).
+
+``h0 mod SIZE`` is the start slot of an nfsheur table and ``h0 & 15`` the raparms bucket.
+
+**Interface for numba code** (the replay loop reuses it): ``model.make_state(file_ids)``
+returns ``tab``, a tuple of five int64 arrays ``(cfg, slot_file, use, order, h0)``; the jitted
+``table_lookup(tab, f) -> (slot, fresh, prev_file)`` maps dense file index ``f`` to its slot,
+``fresh`` is 1 when the slot was (re)allocated and ``prev_file`` is the file whose state was
+ejected (-1 if the slot was empty or not fresh). ``slot`` indexes the detector state array
+(``state[slot]``, ``model.n_slots(n_files)`` rows). ``table_lookup`` mutates ``tab``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, fields
+from typing import Any, Union
+
+import numpy as np
+from numba import njit
+
+from .errors import SpecError
+
+# Table kinds in cfg[0]
+KIND_IDEAL = 0
+KIND_NFSHEUR = 1
+KIND_RAPARMS = 2
+
+# FreeBSD nfsheur use counts (§1.1): NHUSE_INIT, NHUSE_INC, NHUSE_MAX
+NHUSE_INIT = 64
+NHUSE_INC = 16
+NHUSE_MAX = 2048
+RAPARM_BUCKETS = 16  # RAPARM_HASH_BITS = 4 (§4.9)
+
+# cfg layout: [kind, n_slots, probes, entries_per_bucket, buckets, use_init, use_inc, use_max]
+_CFG_LEN = 8
+
+_M64 = (1 << 64) - 1
+
+
+# --------------------------------------------------------------------------------------------
+# hashes
+
+
+def splitmix64(x: np.ndarray | int) -> np.ndarray:
+    """SplitMix64 finaliser of uint64 values (vectorised, wraps modulo 2**64)."""
+    z = np.asarray(x, dtype=np.uint64).copy()
+    with np.errstate(over="ignore"):
+        z = z + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return z
+
+
+def _h0(file_ids: np.ndarray, hash_kind: str, seed: int, modulus: int) -> np.ndarray:
+    """Start slot (or bucket) per dense file index, as int64 in [0, modulus)."""
+    n = len(file_ids)
+    if hash_kind == "dense":
+        v = np.arange(n, dtype=np.uint64)
+    else:
+        v = splitmix64(np.asarray(file_ids, dtype=np.uint64) ^ np.uint64(seed & _M64))
+    return (v % np.uint64(modulus)).astype(np.int64)
+
+
+# --------------------------------------------------------------------------------------------
+# models
+
+
+@dataclass(frozen=True)
+class NfsheurTable:
+    """FreeBSD ``nfsheur`` table: SIZE slots, PROBES probes per lookup (§1.4, §1b, §2.3)."""
+
+    size: int = 64
+    probes: int = 4
+    hash: str = "uniform"
+    seed: int = 0
+
+    kind_name = "nfsheur"
+
+    def __post_init__(self) -> None:
+        if self.size < 1:
+            raise SpecError(f"nfsheur: size must be >= 1, not {self.size}")
+        if self.probes < 1:
+            raise SpecError(f"nfsheur: probes must be >= 1, not {self.probes}")
+        _check_hash(self.hash, "nfsheur")
+
+    @property
+    def spec(self) -> str:
+        return f"nfsheur:{self.size}x{self.probes}" + _hash_suffix(self.hash, self.seed)
+
+    def n_slots(self, n_files: int) -> int:
+        return self.size
+
+    def make_state(self, file_ids: np.ndarray) -> tuple[np.ndarray, ...]:
+        cfg = np.array([KIND_NFSHEUR, self.size, self.probes, 0, 0, NHUSE_INIT, NHUSE_INC,
+                        NHUSE_MAX], np.int64)
+        return (cfg, np.full(self.size, -1, np.int64), np.zeros(self.size, np.int64),
+                np.zeros(0, np.int64), _h0(file_ids, self.hash, self.seed, self.size))
+
+    def __str__(self) -> str:
+        return self.spec
+
+
+@dataclass(frozen=True)
+class RaparmsTable:
+    """Linux nfsd read-ahead parameter cache (≤ 5.3, §4.9): 16 MRU buckets."""
+
+    threads: int = 8
+    hash: str = "uniform"
+    seed: int = 0
+
+    kind_name = "raparms"
+
+    def __post_init__(self) -> None:
+        if self.threads < 1:
+            raise SpecError(f"raparms: threads must be >= 1, not {self.threads}")
+        _check_hash(self.hash, "raparms")
+
+    @property
+    def per_bucket(self) -> int:
+        # nfsd_racache_init(2 * nrservs): n = max(2, ceil(cache_size / 16))
+        return max(2, math.ceil(2 * self.threads / RAPARM_BUCKETS))
+
+    @property
+    def spec(self) -> str:
+        s = "raparms" + (f":threads={self.threads}" if self.threads != 8 else "")
+        return s + _hash_suffix(self.hash, self.seed)
+
+    def n_slots(self, n_files: int) -> int:
+        return RAPARM_BUCKETS * self.per_bucket
+
+    def make_state(self, file_ids: np.ndarray) -> tuple[np.ndarray, ...]:
+        n = self.n_slots(0)
+        cfg = np.array([KIND_RAPARMS, n, 0, self.per_bucket, RAPARM_BUCKETS, 0, 0, 0], np.int64)
+        return (cfg, np.full(n, -1, np.int64), np.zeros(n, np.int64),
+                np.arange(n, dtype=np.int64), _h0(file_ids, self.hash, self.seed, RAPARM_BUCKETS))
+
+    def __str__(self) -> str:
+        return self.spec
+
+
+@dataclass(frozen=True)
+class IdealTable:
+    """One slot per file, allocated on first sight and never ejected."""
+
+    kind_name = "ideal"
+
+    @property
+    def spec(self) -> str:
+        return "ideal"
+
+    def n_slots(self, n_files: int) -> int:
+        return max(int(n_files), 1)
+
+    def make_state(self, file_ids: np.ndarray) -> tuple[np.ndarray, ...]:
+        n = self.n_slots(len(file_ids))
+        cfg = np.array([KIND_IDEAL, n, 0, 0, 0, 0, 0, 0], np.int64)
+        return (cfg, np.full(n, -1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                np.zeros(0, np.int64))
+
+    def __str__(self) -> str:
+        return self.spec
+
+
+TableModel = Union[NfsheurTable, RaparmsTable, IdealTable]
+
+ALIASES: dict[str, str] = {
+    "freebsd4": "nfsheur:64x4",
+    "ellard": "nfsheur:1017x32",
+    "freebsd": "nfsheur:1031x32",
+}
+
+_HASHES = ("uniform", "dense")
+
+
+def _check_hash(h: str, kind: str) -> None:
+    if h not in _HASHES:
+        raise SpecError(f"{kind}: hash must be one of {', '.join(_HASHES)}, not {h!r}")
+
+
+def _hash_suffix(h: str, seed: int) -> str:
+    return ("" if h == "uniform" else f":hash={h}") + (f":seed={seed}" if seed else "")
+
+
+# --------------------------------------------------------------------------------------------
+# spec strings
+
+_SIZE_RE = re.compile(r"^(\d+)x(\d+)$")
+
+
+def parse_table(spec: str | TableModel) -> TableModel:
+    """Parse a table spec string (see module docstring) into a frozen model dataclass.
+
+    >>> parse_table("freebsd4")
+    NfsheurTable(size=64, probes=4, hash='uniform', seed=0)
+    """
+    if isinstance(spec, (NfsheurTable, RaparmsTable, IdealTable)):
+        return spec
+    if not isinstance(spec, str) or not spec.strip():
+        raise SpecError(f"table spec must be a non-empty string, not {spec!r}")
+    text = spec.strip()
+    head, _, rest = text.partition(":")
+    head = head.lower()
+    if head in ALIASES:
+        alias_head, _, alias_rest = ALIASES[head].partition(":")
+        head, rest = alias_head, alias_rest + (":" + rest if rest else "")
+    parts = [p for p in re.split(r"[:,]", rest) if p] if rest else []
+    if head == "nfsheur":
+        if not parts or not _SIZE_RE.match(parts[0]):
+            raise SpecError(f"table {spec!r}: nfsheur needs SIZExPROBES, e.g. nfsheur:64x4")
+        m = _SIZE_RE.match(parts[0])
+        assert m is not None
+        opts = _options(spec, parts[1:], {"hash", "seed"})
+        return NfsheurTable(int(m.group(1)), int(m.group(2)), **opts)
+    if head == "raparms":
+        return RaparmsTable(**_options(spec, parts, {"threads", "hash", "seed"}))
+    if head == "ideal":
+        if parts:
+            raise SpecError(f"table {spec!r}: ideal takes no options")
+        return IdealTable()
+    raise SpecError(f"unknown table {head!r} in {spec!r}; valid: nfsheur:SIZExPROBES, raparms, "
+                    f"ideal, or an alias ({', '.join(ALIASES)})")
+
+
+def _options(spec: str, parts: list[str], allowed: set[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for p in parts:
+        key, eq, val = p.partition("=")
+        key = key.strip().lower()
+        if not eq or key not in allowed:
+            raise SpecError(f"table {spec!r}: unknown option {p!r}; valid: "
+                            f"{', '.join(sorted(allowed))} (as key=value)")
+        if key == "hash":
+            out[key] = val.strip().lower()
+        else:
+            try:
+                out[key] = int(val, 0)
+            except ValueError:
+                raise SpecError(f"table {spec!r}: {key} must be an integer, not {val!r}") from None
+    return out
+
+
+def registered_tables() -> list[dict[str, Any]]:
+    """Table kinds and aliases with their parameters and defaults (for ``seqheur tables``)."""
+    return [
+        {"name": "nfsheur", "grammar": "nfsheur:SIZExPROBES[:hash=uniform|dense][:seed=N]",
+         "params": {"size": None, "probes": None, "hash": "uniform", "seed": 0},
+         "doc": "FreeBSD NFS server nfsheur table: open addressing, use counts 64/+16/2048 "
+                "decayed while probing, victim = lowest use (spec §1.4, §1b, §2.3)"},
+        {"name": "raparms", "grammar": "raparms[:threads=N][:hash=uniform|dense][:seed=N]",
+         "params": {"threads": 8, "hash": "uniform", "seed": 0},
+         "doc": "Linux nfsd read-ahead parameter cache (<= 5.3): 16 MRU buckets of "
+                "max(2, ceil(2*threads/16)) entries (spec §4.9)"},
+        {"name": "ideal", "grammar": "ideal", "params": {},
+         "doc": "one slot per file, never ejected (upper bound)"},
+    ] + [{"name": a, "grammar": a, "alias_of": t, "params": {},
+          "doc": {"freebsd4": "FreeBSD 4.x (64 slots, 4 probes, & 63)",
+                  "ellard": "Ellard & Seltzer's enlargement (1017 slots, 32 probes, % 1017)",
+                  "freebsd": "FreeBSD since r228185 (1031 slots, 32 probes, % 1031)"}[a]}
+         for a, t in ALIASES.items()]
+
+
+# --------------------------------------------------------------------------------------------
+# numba kernel
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def table_lookup(tab: tuple, f: int) -> tuple[int, int, int]:
+    """(slot, fresh, prev_file) of dense file ``f``; mutates the table state ``tab``."""
+    cfg = tab[0]
+    slot_file = tab[1]
+    kind = cfg[0]
+    if kind == KIND_NFSHEUR:
+        use = tab[2]
+        n = cfg[1]
+        i = tab[4][f]
+        best = i
+        for _ in range(cfg[2]):
+            if slot_file[i] == f:
+                best = i
+                break
+            # every slot passed over loses one use point before the next is compared
+            if use[i] > 0:
+                use[i] -= 1
+            i += 1
+            if i == n:
+                i = 0
+            if use[i] < use[best]:  # strict: the earliest minimum wins
+                best = i
+        fresh = 0
+        prev = -1
+        if slot_file[best] != f:
+            fresh = 1
+            prev = slot_file[best]
+            slot_file[best] = f
+            use[best] = cfg[5]
+        u = use[best] + cfg[6]
+        use[best] = u if u < cfg[7] else cfg[7]
+        return best, fresh, prev
+    if kind == KIND_RAPARMS:
+        order = tab[3]
+        per = cfg[3]
+        base = tab[4][f] * per
+        pos = per - 1  # miss: the last idle entry of the MRU list
+        found = False
+        for k in range(per):
+            if slot_file[order[base + k]] == f:
+                pos = k
+                found = True
+                break
+        s = order[base + pos]
+        fresh = 0
+        prev = -1
+        if not found:
+            fresh = 1
+            prev = slot_file[s]
+            slot_file[s] = f
+        for k in range(pos, 0, -1):  # move to the head (MRU)
+            order[base + k] = order[base + k - 1]
+        order[base] = s
+        return s, fresh, prev
+    # ideal
+    if slot_file[f] != f:
+        slot_file[f] = f
+        return f, 1, -1
+    return f, 0, -1
+
+
+def table_fields(model: TableModel) -> list[str]:
+    return [f.name for f in fields(model)]
