@@ -36,6 +36,19 @@ _API: dict[str, str] = {
     "DiskLayout": "disk.model:Layout",
     # workloads
     "workloads": "workloads",
+    # detectors and table models
+    "detect": "detect:detect",
+    "DetectResult": "detect:DetectResult",
+    "detector": "heuristics.registry:detector",
+    "register_detector": "heuristics.registry:register_detector",
+    "unregister_detector": "heuristics.registry:unregister_detector",
+    "registered_detectors": "heuristics.registry:registered_detectors",
+    "parse_detector": "heuristics.registry:parse_detector",
+    "DetectorSpec": "heuristics.registry:DetectorSpec",
+    "parse_table": "tables:parse_table",
+    "registered_tables": "tables:registered_tables",
+    "table_lookup": "tables:table_lookup",
+    "SpecError": "errors:SpecError",
 }
 
 
