@@ -1,0 +1,316 @@
+"""Run capture-lab scenarios: export data, namespace, capture, verification, manifest.
+
+For each scenario the controller (this module, in the caller's process) re-executes
+``seqheur.lab.inner`` under ``unshare --net --mount`` — a fresh network namespace whose only
+interface is ``lo`` and a private mount namespace — waits for it, then decodes the capture with
+tshark and checks it against the clients' logs, gzips the pcap and writes the manifest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import glob
+import gzip
+import hashlib
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from ..io import write_json
+from . import manifest as mf
+from .build import build_clients
+from .data import write_file
+from .inner import MARKER
+from .proc import _die_with_parent
+from .scenarios import LabError, Scenario, get, plan_app_reads, plan_reads
+from .tshark import decode_reads
+
+TOOLS = ("unshare", "ip", "mount", "mountpoint", "rpcbind", "rpcinfo", "ganesha.nfsd", "nfs-ls",
+         "tcpdump", "tshark", "gcc", "pkg-config")
+PACKAGES = ("nfs-ganesha", "nfs-ganesha-vfs", "rpcbind", "libnfs-utils", "libnfs-dev", "tcpdump",
+            "tshark", "gcc", "iproute2", "fuse3", "libfuse3-dev", "pkg-config")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """``timeout``: seconds a scenario's clients may run; ``keep_work``: keep export, logs and
+    raw pcaps (always kept when a scenario fails)."""
+
+    timeout: float = 300.0
+    keep_work: bool = False
+
+
+def check_environment(scenarios: Sequence[Scenario] = ()) -> list[str]:
+    """Why the lab cannot run here (empty list: it can). Cheap; runs nothing but one unshare."""
+    problems = []
+    if os.geteuid() != 0:
+        problems.append("needs root (network and mount namespaces, ganesha, tcpdump)")
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    if missing:
+        problems.append(f"missing tools: {', '.join(missing)} (run `make lab`)")
+    if not Path("/usr/include/nfsc/libnfs.h").exists():
+        problems.append("missing libnfs-dev (/usr/include/nfsc/libnfs.h)")
+    if not glob.glob("/usr/lib/*/ganesha/libfsalvfs.so") + glob.glob("/usr/lib/ganesha/libfsalvfs.so"):
+        problems.append("missing nfs-ganesha-vfs (libfsalvfs.so)")
+    if any(s.via == "fuse" for s in scenarios):
+        if not Path("/dev/fuse").exists():
+            problems.append("no /dev/fuse")
+        elif "fuse" not in Path("/proc/filesystems").read_text().split():
+            problems.append("kernel has no fuse file system")
+        elif shutil.which("pkg-config") and subprocess.run(
+                ["pkg-config", "--exists", "fuse3"]).returncode != 0:
+            problems.append("missing libfuse3-dev")
+    if not problems:
+        res = subprocess.run(["unshare", "--net", "--mount", "--propagation", "private", "--",
+                              "true"], capture_output=True, text=True)
+        if res.returncode != 0:
+            problems.append(f"cannot create namespaces: {res.stderr.strip()}")
+    return problems
+
+
+def tool_versions() -> dict[str, str]:
+    """Kernel and Debian package versions, recorded in every manifest."""
+    out = {"kernel": platform.release()}
+    for pkg in ("nfs-ganesha", "rpcbind", "libnfs-dev", "tcpdump", "tshark", "libfuse3-dev"):
+        res = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True,
+                             text=True)
+        out[pkg] = res.stdout.strip() if res.returncode == 0 else "unknown"
+    return out
+
+
+class _Interrupted(Exception):
+    pass
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    def handler(signum: int, frame: Any) -> None:
+        raise _Interrupted(f"signal {signum}")
+
+    try:
+        old = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _in_namespace(plan_path: Path, timeout: float) -> int:
+    """Run the inner step under unshare; on interruption stop it (by PID) and re-raise."""
+    pkg_root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, MARKER: "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [pkg_root, os.environ.get("PYTHONPATH")]))}
+    argv = ["unshare", "--net", "--mount", "--propagation", "private", "--",
+            sys.executable, "-m", "seqheur.lab.inner", str(plan_path)]
+    # Same process group as us: a terminal Ctrl-C reaches the inner controller directly, which
+    # then stops what it started, in order. PDEATHSIG covers us being killed outright.
+    proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+    try:
+        return proc.wait(timeout)
+    except (KeyboardInterrupt, _Interrupted, subprocess.TimeoutExpired):
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        raise
+
+
+def _gzip(src: Path, dst: Path) -> None:
+    tmp = dst.with_name(f".{dst.name}.tmp")
+    with open(src, "rb") as fin, open(tmp, "wb") as raw:
+        # mtime=0 and no file name: the same capture always gzips to the same bytes
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=9, mtime=0) as gz:
+            shutil.copyfileobj(fin, gz, 1 << 20)
+    tmp.replace(dst)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def run_scenario(scenario: Scenario, out_dir: Path, work: Path, export: Path,
+                 file_digests: dict[str, str], binaries: dict[str, Path], versions: dict[str, str],
+                 options: RunOptions) -> dict[str, Any]:
+    """Capture one scenario into ``out_dir``; return its manifest (raise LabError on failure)."""
+    sdir = work / scenario.name
+    sdir.mkdir(parents=True, exist_ok=True)
+    pcap = sdir / f"{scenario.name}.pcap"
+    readers = [{"spec": dataclasses.asdict(r), "log": str(sdir / f"client{i}.log")}
+               for i, r in enumerate(scenario.readers)]
+    plan = {
+        "scenario": scenario.name, "version": scenario.version, "via": scenario.via,
+        "read_ahead_kb": scenario.read_ahead_kb, "workdir": str(sdir), "export": str(export),
+        "pcap": str(pcap), "result": str(sdir / "result.json"),
+        "loadgen": str(binaries["loadgen"]), "fusebridge": str(binaries["fusebridge"]),
+        "python": sys.executable, "pythonpath": str(Path(__file__).resolve().parents[2]),
+        "mountpoint": str(sdir / "mnt"), "bridge_log": str(sdir / "bridge.log"),
+        "readers": readers, "timeout": options.timeout,
+    }
+    plan_path = sdir / "plan.json"
+    write_json(plan, plan_path)
+    started = _dt.datetime.now(_dt.timezone.utc)
+    rc = _in_namespace(plan_path, options.timeout + 120)
+    result_path = Path(plan["result"])
+    if not result_path.exists():
+        raise LabError(f"{scenario.name}: the namespace step wrote no result (exit {rc}); "
+                       f"work kept in {sdir}")
+    result = json.loads(result_path.read_text())
+    if rc != 0 or not result.get("ok"):
+        errors = "; ".join(result.get("errors", [])) or f"exit status {rc}"
+        raise LabError(f"{scenario.name}: capture failed: {errors} (work kept in {sdir})")
+
+    sizes = {f.name: f.size for f in scenario.files}
+    if scenario.via == "fuse":
+        logs = [mf.parse_client_log(Path(plan["bridge_log"]))]
+        kinds = ["fusebridge"]
+    else:
+        logs = [mf.parse_client_log(Path(r["log"])) for r in readers]
+        kinds = ["loadgen"] * len(logs)
+    capture = decode_reads(pcap)
+    checks = mf.compare(logs, capture)
+    data_mismatches = sum(b for log in logs for _, _, b in log.done.values())
+    failures = sum(1 for log in logs for _, st, _ in log.done.values() if st < 0)
+    app_rows: list[list[Any]] = []
+    plan_ok: bool | None = None
+    if scenario.via == "libnfs":
+        plan_ok = all(
+            [(log.files[f]["name"], o, n) for _, _, f, o, n in sorted(log.issued)]
+            == plan_reads(r, sizes) for r, log in zip(scenario.readers, logs))
+        unfinished = sum(len(log.issued) - len(log.done) for log in logs)
+    else:
+        plan_ok = True
+        unfinished = sum(len(log.issued) - len(log.done) for log in logs)
+        for i, r in enumerate(scenario.readers):
+            app = mf.parse_app_log(Path(readers[i]["log"]))
+            names = list(r.files)
+            plan_ok &= [(names[f], o, n) for _, _, f, o, n, _, _ in app] == plan_app_reads(r, sizes)
+            data_mismatches += sum(row[6] for row in app)
+            app_rows += [[i, s, t, names[f], o, n, got, bad] for s, t, f, o, n, got, bad in app]
+    checks.update({
+        "issued_equals_plan": plan_ok,
+        "client_data_mismatches": data_mismatches,
+        "failed_reads": failures,
+        "unfinished_reads": unfinished,
+        "tcpdump_dropped_by_kernel": result["tcpdump"]["dropped_by_kernel"],
+    })
+    ok = (checks["capture_equals_manifest"] and checks["per_connection_order_equal"]
+          and checks["all_replied"] and plan_ok and data_mismatches == 0 and failures == 0
+          and unfinished == 0 and checks["tcpdump_dropped_by_kernel"] == 0
+          and checks["issued_reads"] > 0)
+    checks["ok"] = bool(ok)
+
+    gz = out_dir / f"{scenario.name}.pcap.gz"
+    _gzip(pcap, gz)
+    handles = [{"fh": meta["fh"], "name": meta["name"], "size": meta["size"],
+                "crc32": checks["fh_crc32"].get(meta["fh"]), "client": ci}
+               for ci, log in enumerate(logs) for meta in log.files.values()]
+    del checks["fh_crc32"]
+    man: dict[str, Any] = {
+        "schema": mf.SCHEMA,
+        "scenario": {"name": scenario.name, "summary": scenario.summary,
+                     "nfs_version": "4.0" if scenario.version == 4 else "3", "transport": "tcp",
+                     "via": scenario.via, "read_ahead_kb": scenario.read_ahead_kb,
+                     "readers": [dataclasses.asdict(r) for r in scenario.readers]},
+        "created": started.isoformat(timespec="seconds"),
+        "tools": versions,
+        "pcap": {"file": gz.name, "bytes": gz.stat().st_size, "sha256": _sha256(gz),
+                 "raw_bytes": pcap.stat().st_size},
+        "server": {"address": "127.0.0.1", "nfs_port": 2049, "mount_port": 20048,
+                   "export": "/export", "software": "nfs-ganesha (FSAL VFS) + rpcbind"},
+        "files": [{"name": f.name, "size": f.size, "sha256": file_digests[f.name]}
+                  for f in scenario.files],
+        "file_handles": handles,
+        "clients": [{"id": i, "kind": kind, "client_port": log.port,
+                     "reads_issued": len(log.issued), "totals": log.totals}
+                    for i, (kind, log) in enumerate(zip(kinds, logs))],
+        "reads": {"columns": mf.READ_COLUMNS, "rows": mf.read_rows(logs)},
+        "capture": {"tcpdump": result["tcpdump"], "tshark": capture.summary()},
+        "checks": checks,
+        "namespace": {**result["network"], "bdi": result.get("bdi"),
+                      "read_ahead_kb": result.get("read_ahead_kb")},
+        "processes": result["processes"],
+        "timings": result["timings"],
+    }
+    if app_rows:
+        man["app_reads"] = {"columns": mf.APP_COLUMNS, "rows": app_rows}
+    write_json(man, out_dir / f"{scenario.name}.manifest.json")
+    if not ok:
+        failed = {k: v for k, v in checks.items() if v in (False, None) or
+                  (k in ("client_data_mismatches", "failed_reads", "unfinished_reads") and v)}
+        raise LabError(f"{scenario.name}: verification failed: {failed} (work kept in {sdir})")
+    if not options.keep_work:
+        shutil.rmtree(sdir)
+    return man
+
+
+def run(names: Sequence[str], out_dir: str | os.PathLike[str],
+        options: RunOptions = RunOptions()) -> list[dict[str, Any]]:
+    """Capture each named scenario into ``out_dir`` (NAME.pcap.gz + NAME.manifest.json)."""
+    scenarios = [get(n) for n in names]
+    if not scenarios:
+        raise LabError("no scenario given (see `seqheur lab list`)")
+    problems = check_environment(scenarios)
+    if problems:
+        raise LabError("the capture lab cannot run here: " + "; ".join(problems))
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    binaries = build_clients()
+    versions = tool_versions()
+    work = Path(tempfile.mkdtemp(prefix=".lab-work-", dir=out))
+    os.chmod(work, 0o755)  # ganesha serves files below it
+    export = work / "export"
+    export.mkdir()
+    specs = {f.name: f for s in scenarios for f in s.files}
+    for s in scenarios:
+        for f in s.files:
+            if specs[f.name] != f:
+                raise LabError(f"file {f.name} has two sizes across the chosen scenarios")
+    manifests = []
+    from rich.progress import Progress
+
+    failed = False
+    try:
+        with _sigterm_as_interrupt(), Progress(transient=True,
+                                               disable=not sys.stderr.isatty()) as bar:
+            task = bar.add_task("export files", total=len(specs))
+            digests = {}
+            for spec in specs.values():
+                digests[spec.name] = write_file(export, spec)
+                bar.advance(task)
+            task = bar.add_task("scenarios", total=len(scenarios))
+            for s in scenarios:
+                bar.update(task, description=f"capturing {s.name}")
+                try:
+                    manifests.append(run_scenario(s, out, work, export, digests, binaries,
+                                                  versions, options))
+                except LabError:
+                    failed = True
+                    raise
+                bar.advance(task)
+    except _Interrupted as exc:
+        failed = True
+        raise LabError(f"interrupted ({exc}); every process the lab started was stopped") from None
+    finally:
+        if not failed and not options.keep_work:
+            shutil.rmtree(work, ignore_errors=True)
+    return manifests
