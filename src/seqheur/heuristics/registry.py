@@ -35,7 +35,7 @@ import numpy as np
 from ..errors import SpecError
 
 # built-in detector modules, imported on the first registry query
-BUILTINS = ("freebsd4", "slowdown", "cursor", "freebsd", "always", "never")
+BUILTINS = ("freebsd4", "slowdown", "cursor", "freebsd", "zfetch", "always", "never")
 
 _REGISTRY: dict[str, "DetectorInfo"] = {}
 _builtins_loaded = False
