@@ -8,7 +8,9 @@ import importlib
 import click
 
 MODULES = [
+    "disk",  # bench, bench plot, profiles
     "data",  # ingest, synth, stats
+    "report",  # compare, reproduce, sweep
 ]
 
 

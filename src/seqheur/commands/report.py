@@ -1,0 +1,130 @@
+"""Verbs for results: compare, reproduce, sweep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..cli import echo_json
+from .data import executor_options
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(compare)
+    cli.add_command(reproduce)
+    cli.add_command(sweep)
+
+
+@click.command()
+@click.argument("trace", type=click.Path(path_type=Path))
+@click.option("--detectors", default="freebsd4,slowdown,cursor,freebsd,linux-3.12,always",
+              show_default=True, help="comma-separated detector specs")
+@click.option("--tables", default="freebsd4,ellard,ideal", show_default=True,
+              help="comma-separated table specs")
+@click.option("--profile", default="ide-7200", show_default=True, help="disk profile name or JSON file")
+@click.option("--cache", default="256MiB", show_default=True, help="buffer-cache size")
+@click.option("--policy", default=None, help="read-ahead policy (default: the detector's own)")
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+              help="report directory (index.html, results.parquet, *.png)")
+@click.option("--json", "as_json", is_flag=True, help="print the summary rows as JSON")
+def compare(trace: Path, detectors: str, tables: str, profile: str, cache: str,
+            policy: str | None, output: Path, as_json: bool) -> None:
+    """Replay every detector x table on TRACE and write a side-by-side report.
+
+    \b
+    Example:
+      seqheur compare t.parquet --detectors freebsd4,slowdown,cursor,always \\
+          --tables freebsd4,ellard,ideal --profile ide-7200 --cache 256MiB -o report/
+    """
+    from ..report.compare import SUMMARY_COLUMNS, compare as run
+
+    res = run(trace, detectors, tables, profile=profile, cache=cache, policy=policy, out_dir=output)
+    if as_json:
+        echo_json(res.summary.to_dicts())
+        return
+    _print_summary(res.summary, [c for c in SUMMARY_COLUMNS if c in res.summary.columns][:12])
+    click.echo(f"report: {res.html}")
+
+
+def _print_summary(df, cols) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table()
+    for c in cols:
+        t.add_column(c, justify="left" if c in ("detector", "table") else "right")
+    for r in df.select(cols).iter_rows():
+        t.add_row(*[f"{v:.3f}" if isinstance(v, float) else (f"{v:,}" if isinstance(v, int) else str(v))
+                    for v in r])
+    Console().print(t)
+
+
+@click.group()
+def reproduce() -> None:
+    """Re-run a paper's experiments and compare with its findings.
+
+    \b
+    Example:
+      seqheur reproduce ellard2003 -o ellard/ --quick
+    """
+
+
+@reproduce.command("ellard2003")
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="report directory")
+@click.option("--quick", is_flag=True, help="fewer points and 64 MB of files (about a minute)")
+@click.option("--json", "as_json", is_flag=True, help="print the findings as JSON")
+def reproduce_ellard(output: Path, quick: bool, as_json: bool) -> None:
+    """Ellard & Seltzer 2003: concurrent readers (Figures 6-7) and stride readers (Table 1).
+
+    \b
+    Example:
+      seqheur reproduce ellard2003 -o ellard/
+    """
+    from ..report.reproduce import reproduce_ellard2003
+
+    res = reproduce_ellard2003(output, quick=quick)
+    if as_json:
+        echo_json([f.__dict__ for f in res.findings])
+        return
+    for f in res.findings:
+        click.echo(f"[{f.verdict:9s}] {f.where}: {f.claim}\n             {f.measured}")
+    click.echo(f"report: {res.html}")
+
+
+@click.command()
+@click.argument("trace", type=click.Path(path_type=Path))
+@click.option("--grid", type=click.Path(exists=True, path_type=Path), required=True,
+              help="TOML grid (see docs/scaling.md)")
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+              help="results (Parquet), one row per configuration; resumed if it exists")
+@click.option("--no-resume", is_flag=True, help="recompute configurations already in OUTPUT")
+@click.option("--json", "as_json", is_flag=True, help="print a run summary as JSON")
+@executor_options
+def sweep(trace: Path, grid: Path, output: Path, no_resume: bool, as_json: bool,
+          workers: int | None, dask_local: int | None, scheduler: str | None) -> None:
+    """Replay the cartesian grid of a TOML file: locally, on processes, or on Dask.
+
+    TRACE should be a request-table Parquet (or dataset) on storage every worker can read:
+    workers read it themselves; it is never sent through the scheduler.
+
+    \b
+    Example:
+      seqheur sweep t.parquet --grid grid.toml -o sweep.parquet --workers 2
+      seqheur sweep t.parquet --grid grid.toml -o sweep.parquet --scheduler tcp://head:8786
+    """
+    from ..executors import executor_from_options
+    from ..sweep import load_grid, sweep as run
+
+    configs = load_grid(grid)
+    df = run(trace, configs, output, executor_from_options(workers, dask_local, scheduler),
+             resume=not no_resume)
+    failed = df.filter(df["error"].is_not_null())
+    doc = {"configurations": len(configs), "rows": df.height, "failed": failed.height,
+           "output": str(output)}
+    if as_json:
+        echo_json(doc)
+    else:
+        click.echo(f"{df.height} of {len(configs)} configurations in {output}; {failed.height} failed")
+        for r in failed.select("config_id", "detector", "table", "error").iter_rows(named=True):
+            click.echo(f"  FAILED {r['detector']} / {r['table']}: {r['error']}")
