@@ -102,3 +102,16 @@ def test_dask_local_cluster_matches_serial(tmp_path):
     serial = dict(run_tasks(_square, args, ExecutorSpec("serial")))
     dask = dict(run_tasks(_square, args, ExecutorSpec("dask-local", 2)))
     assert serial == dask
+
+
+def test_scan_reads_matches_one_shot_file_numbering():
+    from seqheur.streams import reads, scan_reads
+
+    t = workloads.paper(6, 3, reorder=0.05, seed=4)
+    one = reads(t)
+    cuts = [0, 120, 121, 400, t.num_rows]
+    chunks = list(scan_reads([t.slice(a, b - a) for a, b in zip(cuts, cuts[1:])], chunk_rows=53))
+    assert all(len(c) <= 53 for c in chunks)
+    assert np.array_equal(np.concatenate([c.file for c in chunks]), one.file)
+    assert np.array_equal(np.concatenate([c.offset for c in chunks]), one.offset)
+    assert np.array_equal(chunks[-1].file_ids, one.file_ids)

@@ -8,7 +8,7 @@ interleaved sub-streams) are defined in ``docs/formats.md`` §Stream statistics.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -320,3 +320,33 @@ def _run_histogram(run_len: np.ndarray) -> dict[str, int]:
 def trace_stats(table: pa.Table | Any, ops: Sequence[str] = ("read",), **kw: Any) -> StreamStats:
     """:func:`stream_stats` of a request table's server-ordered READs."""
     return stream_stats(reads(table, ops=ops), **kw)
+
+
+def scan_reads(tables: Iterable[pa.Table], ops: Sequence[str] = ("read",),
+               chunk_rows: int | None = None) -> Iterator[ReadStream]:
+    """Time-ordered request tables (e.g. ``ingest.dataset.scan_dataset``) as a sequence of
+    ReadStream chunks that share one dense file index.
+
+    File numbers are assigned by first appearance across all chunks, exactly as
+    :func:`reads` would on the concatenated trace, so a chunked replay that carries its state
+    from chunk to chunk sees the same files as a one-shot replay. Each chunk's ``file_ids``
+    covers every file seen so far.
+    """
+    index: dict[int, int] = {}
+    ids: list[int] = []
+    for table in tables:
+        s = reads(table, ops=ops)
+        if len(s) == 0:
+            continue
+        mapping = np.empty(len(s.file_ids), np.int32)
+        for j, fid in enumerate(s.file_ids.tolist()):
+            k = index.get(fid)
+            if k is None:
+                k = index[fid] = len(ids)
+                ids.append(fid)
+            mapping[j] = k
+        full = ReadStream(s.time_ns, mapping[s.file], s.offset, s.count,
+                          np.asarray(ids, np.uint64), s.is_write, s.source_index)
+        step = chunk_rows or len(full)
+        for start in range(0, len(full), step):
+            yield full.slice(start, start + step)
