@@ -10,6 +10,7 @@ import click
 MODULES = [
     "disk",  # bench, bench plot, profiles
     "data",  # ingest, synth, stats
+    "detect",  # detectors, tables, detect
     "report",  # compare, reproduce, sweep
 ]
 

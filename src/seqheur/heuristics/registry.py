@@ -186,6 +186,39 @@ def unregister_detector(name: str) -> None:
     del _REGISTRY[name]
 
 
+def load_plugins(sources: "list[str] | tuple[str, ...]" = ()) -> list[str]:
+    """Import plug-in modules that register detectors: dotted module names or ``.py`` paths,
+    plus those listed in ``$SEQHEUR_PLUGINS`` (``os.pathsep``-separated). Returns the names
+    of detectors that became registered."""
+    import importlib.util
+    import os
+    from pathlib import Path
+
+    _load_builtins()
+    before = set(_REGISTRY)
+    env = [x for x in os.environ.get("SEQHEUR_PLUGINS", "").split(os.pathsep) if x.strip()]
+    for src in list(sources) + env:
+        path = Path(src)
+        if src.endswith(".py"):
+            if not path.is_file():
+                raise SpecError(f"plug-in {src}: no such file")
+            modname = "seqheur_plugin_" + "".join(c if c.isalnum() else "_" for c in path.stem)
+            spec = importlib.util.spec_from_file_location(modname, path)
+            if spec is None or spec.loader is None:
+                raise SpecError(f"plug-in {src}: cannot be imported")
+            import sys
+
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[modname] = mod
+            spec.loader.exec_module(mod)
+        else:
+            try:
+                importlib.import_module(src)
+            except ImportError as exc:
+                raise SpecError(f"plug-in {src!r}: {exc}") from None
+    return sorted(set(_REGISTRY) - before)
+
+
 def _load_builtins() -> None:
     global _builtins_loaded
     if _builtins_loaded:
