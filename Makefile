@@ -35,10 +35,21 @@ test-dist: $(STAMP)
 	$(PYTEST) -q -m dist || [ $$? -eq 5 ]
 test-all: test test-slow test-oracle test-dist
 
-bench: $(STAMP)
+# The performance suite installs its peers: tshark and fio (Debian), dpkt and libcachesim (PyPI).
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[test,dask,bench]'
+	@if [ "$$(id -u)" = 0 ] && { ! command -v tshark >/dev/null || ! command -v fio >/dev/null; }; then \
+	  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections 2>/dev/null; \
+	  apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends tshark fio >/dev/null; \
+	fi
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
 	$(BIN)/python bench/run.py
 
-bench-quick: $(STAMP)
+bench-quick: $(BENCH_STAMP)
 	$(BIN)/python bench/run.py --quick
 
 clean:
