@@ -322,7 +322,7 @@ def _skip(code, line_no, ls, le, skip_counts, ex_line, ex_start, ex_end):
 
 
 @njit(cache=True, nogil=True)
-def parse_chunk(buf, pos, final, max_lines, line_base,
+def parse_chunk(buf, pos, final, max_lines, line_base, max_line,
                 h_pool, h_offs, h_lens, h_slots, h_meta,
                 r_kind, r_time, r_client, r_server, r_tr, r_vers, r_xid, r_op, r_line,
                 r_off, r_cnt, r_ret, r_status, r_size, r_flags, fh_offs, fh_data,
@@ -347,6 +347,11 @@ def parse_chunk(buf, pos, final, max_lines, line_base,
         ls = pos
         nxt = le + 1 if le < n else n
         line_no = line_base + nl + 1
+        if le - ls > max_line:
+            _skip(13, line_no, ls, ls + 80, skip_counts, ex_line, ex_start, ex_end)
+            pos = nxt
+            nl += 1
+            continue
         # ---- fixed fields
         s, t = _next_tok(buf, ls, le)
         if s == t:

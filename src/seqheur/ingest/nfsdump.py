@@ -245,6 +245,7 @@ class _Parser:
                 o = self.out
                 nxt, nl, nr, nfh, full = K.parse_chunk(
                     arr, pos, eof, opts.chunk_lines - n_lines, self.lines + n_lines,
+                    opts.max_line_bytes,
                     self.hosts.pool, self.hosts.offs, self.hosts.lens, self.hosts.slots,
                     self.hosts.meta,
                     o["kind"][n_rec:], o["time"][n_rec:], o["client"][n_rec:],
@@ -253,8 +254,9 @@ class _Parser:
                     o["ret"][n_rec:], o["status"][n_rec:], o["size"][n_rec:],
                     o["flags"][n_rec:], self.fh_offs[n_rec:], self.fh_data[n_fh:],
                     self.skip_counts, self.ex_line, self.ex_start, self.ex_end, self.counters)
-                if nr:
-                    self.fh_offs[n_rec:n_rec + nr + 1] += n_fh
+                # the kernel writes offsets relative to its slice, starting with a 0 at
+                # fh_offs[n_rec] even when it parses nothing
+                self.fh_offs[n_rec:n_rec + nr + 1] += n_fh
                 self._note_skips(buf)
                 n_lines += nl
                 n_rec += nr
@@ -275,7 +277,7 @@ class _Parser:
                 if rest > opts.max_line_bytes:
                     # one line longer than the limit: skip it without holding it
                     self.report.skip("overlong_line", record=self.lines + n_lines + 1,
-                                     detail=_show(buf[pos:pos + 80]) + "...")
+                                     detail=_show(buf[pos:pos + 80]))
                     n_lines += 1
                     buf, eof = self._discard_line(f), False
                     pos = 0
@@ -330,6 +332,9 @@ class _Parser:
         offs = self.fh_offs[: n_rec + 1].copy()
         data = self.fh_data[:n_fh].copy()
         has = (cols["flags"] & K.F_FH) != 0
+        # guard the zero-copy Arrow construction below against any offset bookkeeping slip
+        if offs[0] != 0 or offs[-1] != n_fh or (n_rec and bool(np.any(offs[1:] < offs[:-1]))):
+            raise AssertionError(f"{self.path}: internal error: bad file-handle offsets")
         validity = pa.py_buffer(np.packbits(has, bitorder="little"))
         fh = pa.Array.from_buffers(pa.binary(), n_rec,
                                    [validity, pa.py_buffer(offs.astype(np.int32)),
@@ -337,8 +342,9 @@ class _Parser:
         return _Records(cols, fh)
 
 
-def _show(b: bytes) -> str:
-    return b.decode("utf-8", "backslashreplace").replace("\x00", "\\x00").rstrip("\r\n")
+def _show(b: bytes, limit: int = 120) -> str:
+    text = b.decode("utf-8", "backslashreplace").replace("\x00", "\\x00").rstrip("\r\n")
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 class _Joiner:
@@ -560,20 +566,24 @@ class NfsdumpScan:
 
 
 def scan_nfsdump(path: Any, chunk_lines: int = NfsdumpOptions.chunk_lines, *,
-                 window: float = NfsdumpOptions.window) -> NfsdumpScan:
+                 window: float = NfsdumpOptions.window,
+                 max_line_bytes: int = NfsdumpOptions.max_line_bytes) -> NfsdumpScan:
     """Chunked reader: ``for table in (scan := scan_nfsdump(p)): ...``; then ``scan.report``.
 
     ``path``: a file (plain or gz/bz2/xz/zst), a directory of hourly files, or a list of
     files; files are read in time order and calls are joined with replies across files.
     """
-    return NfsdumpScan(path, NfsdumpOptions(chunk_lines=chunk_lines, window=window))
+    return NfsdumpScan(path, NfsdumpOptions(chunk_lines=chunk_lines, window=window,
+                                            max_line_bytes=max_line_bytes))
 
 
 def read_nfsdump(path: Any, *, chunk_lines: int = NfsdumpOptions.chunk_lines,
-                 window: float = NfsdumpOptions.window) -> tuple[pa.Table, IngestReport]:
+                 window: float = NfsdumpOptions.window,
+                 max_line_bytes: int = NfsdumpOptions.max_line_bytes,
+                 ) -> tuple[pa.Table, IngestReport]:
     """Read an nfsdump text trace (file, directory of hourly files, or list) into one
     time-ordered request table and its IngestReport."""
-    scan = scan_nfsdump(path, chunk_lines, window=window)
+    scan = scan_nfsdump(path, chunk_lines, window=window, max_line_bytes=max_line_bytes)
     tables = [t for t in scan if t.num_rows]
     if not tables:
         return empty_request_table(), scan.report
