@@ -12,6 +12,7 @@ MODULES = [
     "data",  # ingest, synth, stats
     "detect",  # detectors, tables, detect
     "report",  # compare, reproduce, sweep
+    "lab",  # lab list, lab run
 ]
 
 

@@ -3,13 +3,27 @@ generator, a FUSE bridge under the kernel's readahead) on loopback inside a priv
 namespace, captured with tcpdump and checked with tshark. See docs/capture-lab.md.
 
 Public entry points: :data:`SCENARIOS`, :func:`run`, :class:`RunOptions`,
-:func:`check_environment`.
+:func:`check_environment`. Imported lazily, so that the processes the lab runs as
+``python -m seqheur.lab.X`` load only what they need.
 """
 
 from __future__ import annotations
 
-from .runner import RunOptions, check_environment, run
-from .scenarios import SCENARIOS, LabError, Reader, Scenario, get, plan_reads
+import importlib
+from typing import Any
 
-__all__ = ["SCENARIOS", "LabError", "Reader", "RunOptions", "Scenario", "check_environment",
-           "get", "plan_reads", "run"]
+_EXPORTS = {
+    "RunOptions": "runner", "check_environment": "runner", "run": "runner",
+    "SCENARIOS": "scenarios", "LabError": "scenarios", "Reader": "scenarios",
+    "Scenario": "scenarios", "get": "scenarios", "plan_reads": "scenarios",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'seqheur.lab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

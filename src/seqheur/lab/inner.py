@@ -21,11 +21,11 @@ from typing import Any
 
 from ..io import write_json
 from .capture import Tcpdump
-from .proc import Processes, wait_until
+from .proc import MARKER, Processes, wait_until
 from .scenarios import LabError
 from .server import EXPORT, ganesha_config, start_ganesha, start_rpcbind
 
-MARKER = "SEQHEUR_LAB_INNER"
+
 
 
 class _Stop(Exception):

@@ -10,6 +10,7 @@ offset, count) and, per TCP connection, in the same order.
 
 from __future__ import annotations
 
+import json
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -119,3 +120,18 @@ def compare(logs: list[ClientLog], capture: CaptureReads) -> dict[str, Any]:
         "all_replied": summary["unanswered"] == 0,
         "fh_crc32": {fh: f"0x{zlib.crc32(bytes.fromhex(fh)):08x}" for fh in names},
     }
+
+
+def dumps(manifest: dict[str, Any]) -> str:
+    """JSON text of a manifest: indented, but one line per READ row (so it stays small)."""
+    tables = {}
+    shallow = dict(manifest)
+    for key in ("reads", "app_reads"):
+        if key in shallow:
+            tables[key] = shallow[key]["rows"]
+            shallow[key] = {**shallow[key], "rows": f"@@{key}@@"}
+    text = json.dumps(shallow, indent=2)
+    for key, rows in tables.items():
+        body = ",\n".join("      " + json.dumps(r, separators=(",", ":")) for r in rows)
+        text = text.replace(f'"@@{key}@@"', "[\n" + body + "\n    ]" if rows else "[]")
+    return text + "\n"

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import IO, Any, Sequence
 
 _PR_SET_PDEATHSIG = 1
+# Set (to "1") only for the process that runs inside the lab namespaces.
+MARKER = "SEQHEUR_LAB_INNER"
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec

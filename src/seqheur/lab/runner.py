@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from ..io import write_json
+from ..io import write_json, write_text
 from . import manifest as mf
 from .build import build_clients
 from .data import write_file
-from .inner import MARKER
-from .proc import _die_with_parent
+
+from .proc import MARKER, _die_with_parent
 from .scenarios import LabError, Scenario, get, plan_app_reads, plan_reads
 from .tshark import decode_reads
 
@@ -253,7 +253,7 @@ def run_scenario(scenario: Scenario, out_dir: Path, work: Path, export: Path,
     }
     if app_rows:
         man["app_reads"] = {"columns": mf.APP_COLUMNS, "rows": app_rows}
-    write_json(man, out_dir / f"{scenario.name}.manifest.json")
+    write_text(mf.dumps(man), out_dir / f"{scenario.name}.manifest.json")
     if not ok:
         failed = {k: v for k, v in checks.items() if v in (False, None) or
                   (k in ("client_data_mismatches", "failed_reads", "unfinished_reads") and v)}
