@@ -24,6 +24,9 @@ _API: dict[str, str] = {
     "read_trace": "ingest:read_trace",
     "read_table": "ingest.generic:read_table",
     "read_csv": "ingest.generic:read_csv",
+    "read_nfsdump": "ingest.nfsdump:read_nfsdump",
+    "scan_nfsdump": "ingest.nfsdump:scan_nfsdump",
+    "export_nfsdump": "export:export_nfsdump",
     # streams
     "ReadStream": "streams:ReadStream",
     "reads": "streams:reads",
