@@ -1,0 +1,116 @@
+"""Table models: spec grammar, hashes and hand-worked lookups (spec/heuristics.md §1.4, §4.9)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from seqheur.errors import SpecError
+from seqheur.tables import (IdealTable, NfsheurTable, RaparmsTable, parse_table,
+                            registered_tables, splitmix64, table_lookup)
+
+
+def test_aliases_and_grammar() -> None:
+    assert parse_table("freebsd4") == NfsheurTable(64, 4)
+    assert parse_table("ellard") == NfsheurTable(1017, 32)
+    assert parse_table("freebsd") == NfsheurTable(1031, 32)
+    assert parse_table("freebsd4:hash=dense") == NfsheurTable(64, 4, "dense")
+    assert parse_table("nfsheur:128x8:hash=uniform:seed=7") == NfsheurTable(128, 8, "uniform", 7)
+    assert parse_table("raparms:threads=64") == RaparmsTable(64)
+    assert parse_table("ideal") == IdealTable()
+    for spec in ("nfsheur:64x4", "nfsheur:64x4:hash=dense:seed=3", "raparms:threads=32",
+                 "ideal"):
+        assert parse_table(spec).spec == spec
+        assert parse_table(parse_table(spec).spec) == parse_table(spec)
+
+
+@pytest.mark.parametrize("bad, words", [
+    ("nfsheur", "SIZExPROBES"), ("nfsheur:64", "SIZExPROBES"), ("nfsheur:0x4", "size"),
+    ("nfsheur:64x4:hash=md5", "hash"), ("nfsheur:64x4:color=red", "unknown option"),
+    ("raparms:threads=x", "integer"), ("ideal:hash=dense", "no options"),
+    ("btree", "unknown table"), ("", "non-empty"),
+])
+def test_bad_specs_name_the_problem(bad: str, words: str) -> None:
+    with pytest.raises(SpecError, match=words):
+        parse_table(bad)
+
+
+def test_registered_tables_lists_kinds_and_aliases() -> None:
+    names = [t["name"] for t in registered_tables()]
+    assert names[:3] == ["nfsheur", "raparms", "ideal"]
+    assert {"freebsd4", "ellard", "freebsd"} <= set(names)
+
+
+def test_splitmix64_matches_reference_values() -> None:
+    # SplitMix64 seeded with 0: first outputs (Vigna's reference generator)
+    assert int(splitmix64(0)) == 0xE220A8397B1DCDAF
+    assert int(splitmix64(0x9E3779B97F4A7C15)) == 0x6E789E6AA1B965F4
+
+
+def test_uniform_start_slots_and_seed() -> None:
+    ids = np.arange(1, 1001, dtype=np.uint64)
+    h = NfsheurTable(64, 4).make_state(ids)[4]
+    assert h.min() >= 0 and h.max() < 64
+    np.testing.assert_array_equal(h, (splitmix64(ids) % np.uint64(64)).astype(np.int64))
+    h7 = NfsheurTable(64, 4, seed=7).make_state(ids)[4]
+    assert not np.array_equal(h, h7)
+    hd = NfsheurTable(1017, 32, "dense").make_state(np.arange(2000, dtype=np.uint64))[4]
+    np.testing.assert_array_equal(hd, np.arange(2000) % 1017)
+
+
+def _run(model, n_files: int, files: list[int]):
+    tab = model.make_state(np.arange(n_files, dtype=np.uint64))
+    return tab, [tuple(int(x) for x in table_lookup(tab, f)) for f in files]
+
+
+def test_nfsheur_probe_order_and_use_decay_by_hand() -> None:
+    # 64x4, dense hash: files 0, 64, 128, 192, 256, 384 all start at slot 0.
+    tab, out = _run(NfsheurTable(64, 4, "dense"), 400, [0, 64, 0, 64, 128, 192, 256])
+    assert out == [(0, 1, -1), (1, 1, -1), (0, 0, -1), (1, 0, -1), (2, 1, -1), (3, 1, -1),
+                   (4, 1, -1)]
+    # uses worked by hand: slot 0 decays once per passing probe, hits add 16
+    np.testing.assert_array_equal(tab[2][:5], [91, 93, 78, 79, 80])
+    # slot 4 = h0 + TRY: compared for use, never for identity
+    slot, fresh, prev = table_lookup(tab, 384)
+    assert (slot, fresh, prev) == (2, 1, 128)  # lowest use among slots 0..4: file 128 ejected
+    np.testing.assert_array_equal(tab[2][:5], [90, 92, 80, 78, 80])
+
+
+def test_nfsheur_last_candidate_holding_the_file_is_reused_as_is() -> None:
+    # 8x2, dense: 0, 8, 16 start at slot 0; 16 lands in slot 2 (the unchecked candidate)
+    seq = [0, 8, 16] + [0] * 10 + [8] * 10 + [16]
+    tab, out = _run(NfsheurTable(8, 2, "dense"), 17, seq)
+    assert out[2] == (2, 1, -1)
+    assert out[-1] == (2, 0, -1)  # found only through the use comparison: not fresh
+    np.testing.assert_array_equal(tab[2][:3], [227, 238, 96])
+
+
+def test_nfsheur_last_candidate_can_duplicate_a_file() -> None:
+    # right after insertion slot 2 is not the lowest: file 16 gets a second slot, ejecting 0
+    tab, out = _run(NfsheurTable(8, 2, "dense"), 17, [0, 8, 16, 16])
+    assert out[3] == (0, 1, 0)
+    assert list(tab[1][:3]) == [16, 8, 16]
+
+
+def test_nfsheur_modulo_wraps_around() -> None:
+    tab, out = _run(NfsheurTable(1017, 32, "dense"), 2034, [1016, 2033, 0])
+    assert out == [(1016, 1, -1), (0, 1, -1), (1, 1, -1)]
+
+
+def test_use_count_cap() -> None:
+    tab, _ = _run(NfsheurTable(64, 4, "dense"), 1, [0] * 300)
+    assert tab[2][0] == 2048
+
+
+def test_raparms_mru_buckets_by_hand() -> None:
+    model = RaparmsTable(8, "dense")
+    assert model.per_bucket == 2 and model.n_slots(0) == 32
+    assert RaparmsTable(64).per_bucket == 8 and RaparmsTable(1).per_bucket == 2
+    tab, out = _run(model, 40, [0, 16, 0, 32, 16, 1])
+    assert out == [(1, 1, -1), (0, 1, -1), (1, 0, -1), (0, 1, 16), (1, 1, 0), (3, 1, -1)]
+    assert list(tab[3][:2]) == [1, 0]  # bucket 0: MRU first
+
+
+def test_ideal_never_ejects() -> None:
+    tab, out = _run(IdealTable(), 5, [3, 1, 3, 4, 1, 0])
+    assert out == [(3, 1, -1), (1, 1, -1), (3, 0, -1), (4, 1, -1), (1, 0, -1), (0, 1, -1)]
