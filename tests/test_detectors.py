@@ -1,0 +1,239 @@
+"""Golden sequences worked by hand from spec/heuristics.md (§1.5, §2.3, §5.0, §5.2), spec
+parsing and the plug-in API."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import seqheur
+from seqheur.errors import SpecError
+from seqheur.heuristics.registry import parse_detector, registered_detectors
+from seqheur.streams import ReadStream
+
+K8 = 8192
+
+
+def seq(detector: str, offsets, counts=K8, files=None, table: str = "ideal") -> list[int]:
+    files = [0] * len(offsets) if files is None else files
+    r = seqheur.detect(ReadStream.from_arrays(files, offsets, counts), detector, table)
+    return [int(x) for x in r.seqcount]
+
+
+# ---- freebsd4 (§1.5)
+
+def test_freebsd4_first_read_offset_zero_rule() -> None:
+    assert seq("freebsd4", [0]) == [5]  # new entry 4, then sequential (+1)
+    assert seq("freebsd4", [K8 * 3]) == [2]  # new entry 1, then +1
+
+
+def test_freebsd4_ramp_drop_and_offset_zero() -> None:
+    offs = [0, K8, 2 * K8, 10 * K8, 11 * K8, 50 * K8, 60 * K8, 0, 0, K8]
+    # 5 6 7 | jump: 7>1 -> 1 | seq: 2 | jump: 2>1 -> 1 | jump: 1 -> 0 |
+    # off 0 with seq 0 and nextoff != 0: not sequential -> 0 | off 0 again: nextoff is K8 -> 0
+    # then K8 == nextoff -> 1
+    assert seq("freebsd4", offs) == [5, 6, 7, 1, 2, 1, 0, 0, 0, 1]
+
+
+def test_freebsd4_reread_from_start_keeps_ramp() -> None:
+    assert seq("freebsd4", [0, K8, 0, K8]) == [5, 6, 7, 8]
+
+
+def test_freebsd4_zero_count_keeps_nextoff_and_cap() -> None:
+    assert seq("freebsd4", [0, 5 * K8, K8], counts=[K8, 0, K8]) == [5, 1, 2]
+    s = seq("freebsd4", list(range(0, 200 * K8, K8)))
+    assert s[122:] == [127] * 78 and s[121] == 126 and s[:3] == [5, 6, 7]
+
+
+# ---- slowdown (§5.0)
+
+def test_slowdown_window_edges_inclusive() -> None:
+    base = [0, K8]  # seq 6, nextoff 2*K8
+    nxt = 2 * K8
+    assert seq("slowdown", base + [nxt + 65536]) == [5, 6, 6]
+    assert seq("slowdown", base + [nxt + 65537]) == [5, 6, 3]
+    assert seq("slowdown", [K8 * 20, K8 * 21, K8 * 22 - 65536]) == [2, 3, 3]
+    assert seq("slowdown", [K8 * 20, K8 * 21, K8 * 22 - 65537]) == [2, 3, 1]
+    assert seq("slowdown:window=0", base + [nxt + 1]) == [5, 6, 3]
+
+
+def test_slowdown_halving_down_to_zero() -> None:
+    far = [10**9 * (i + 1) for i in range(5)]
+    # 5 6 7, then 7 -> 3 -> 1 -> 0 -> 0
+    assert seq("slowdown", [0, K8, 2 * K8] + far[:4]) == [5, 6, 7, 3, 1, 0, 0]
+
+
+def test_slowdown_nextoff_follows_every_read() -> None:
+    # the in-window read moves nextoff: returning to the old position is a jump back
+    assert seq("slowdown", [0, 3 * K8, K8]) == [5, 5, 5]  # both within 64 KiB: unchanged
+    assert seq("slowdown", [0, 20 * K8, K8]) == [5, 2, 1]
+
+
+# ---- freebsd current (§2.3)
+
+def test_freebsd_ramp_by_size() -> None:
+    assert seq("freebsd", [0, K8], counts=[K8, 32768]) == [5, 7]  # +1, +2
+    assert seq("freebsd", [0, K8], counts=[K8, 16385]) == [5, 7]  # roundup4 16388 -> +2
+    assert seq("freebsd", [0, K8], counts=[K8, 5]) == [5, 6]  # resid 8 -> +1
+    assert seq("freebsd", [K8 * 4], counts=[65536]) == [5]  # 1 + ceil(64K/16K)
+
+
+def test_freebsd_reorder_window_edges() -> None:
+    # window = 16 * max(32768, resid) = 512 KiB for 8 KiB reads
+    nxt = 2 * K8
+    assert seq("freebsd", [0, K8, nxt + 524288]) == [5, 6, 6]
+    assert seq("freebsd", [0, K8, nxt + 524289]) == [5, 6, 3]
+    # with 64 KiB reads the window is 1 MiB
+    # 4 + ceil(64K/16K) = 8; 1 MiB - 64 KiB away: unchanged; 1 MiB + 1 away: halved
+    assert seq("freebsd", [0, 1 << 20, (1 << 21) + 65536 + 1], counts=65536) == [8, 8, 4]
+    assert seq("freebsd:iosize=131072", [0, K8, nxt + (2 << 20)]) == [5, 6, 6]
+
+
+def test_freebsd_halving_at_one() -> None:
+    far = [10**9 * (i + 1) for i in range(3)]
+    assert seq("freebsd", [K8] + far) == [2, 1, 0, 0]
+    assert seq("freebsd", [0, K8, 2 * K8, far[0]]) == [5, 6, 7, 3]
+
+
+def test_freebsd_zero_length_read_changes_nothing() -> None:
+    assert seq("freebsd", [0, 10**9, K8], counts=[K8, 0, K8]) == [5, 5, 6]
+
+
+# ---- cursor (§5.0)
+
+def test_cursor_two_stride_streams() -> None:
+    half = 1 << 27
+    offs = []
+    for i in range(6):
+        offs += [i * K8, half + i * K8]
+    s = seq("cursor", offs)
+    assert s[0::2] == [5, 6, 7, 8, 9, 10]  # stream at 0: starts at 4+1
+    assert s[1::2] == [2, 3, 4, 5, 6, 7]  # stream at half: new cursor 1+1
+    assert seq("slowdown", offs)[-1] < 5  # one cursor cannot follow both
+
+
+def test_cursor_lru_recycling_and_tie_break() -> None:
+    gap = 1 << 30
+    # 2 cursors; a third stream recycles the least recently used (stream A)
+    offs = [0, gap, 2 * gap, K8]
+    assert seq("cursor:cursors=2", offs) == [5, 2, 2, 2]  # A was recycled: K8 starts afresh
+    assert seq("cursor:cursors=3", offs) == [5, 2, 2, 6]
+    # in-window reads match (and move) the one cursor instead of opening another
+    assert seq("cursor", [0, 3 * K8, K8]) == [5, 5, 5]
+
+
+def test_cursor_match_prefers_nearest_then_most_recent() -> None:
+    # A at 0..3K8 (next 4K8); 13K8 is 9 blocks away: cursor B; 12K8 is within 64 KiB of
+    # both (A: 8 blocks, B: 2 blocks): the nearer B takes it, unchanged
+    offs = [0, K8, 2 * K8, 3 * K8, 13 * K8, 12 * K8, 13 * K8, 14 * K8]
+    assert seq("cursor", offs) == [5, 6, 7, 8, 2, 2, 3, 4]
+    assert seq("slowdown", offs) == [5, 6, 7, 8, 4, 4, 5, 6]
+    # equal distance (window 12 KiB): the most recently used cursor (B) wins
+    assert seq("cursor:window=12288", [0, 3 * K8, 20480, K8]) == [5, 2, 2, 6]
+
+
+# ---- zfetch (§5.2)
+
+def test_zfetch_sequential_distance_doubling() -> None:
+    rec = 1 << 17
+    s = seq("zfetch", [i * rec for i in range(8)], counts=rec)
+    # new stream (0), then pf_dist = 1 record, doubling: 2, 4, 8, 16, 32 (4 MiB), then stays
+    assert s == [0, 1, 2, 4, 8, 16, 32, 32]
+    s = seq("zfetch:assume_more=true", [i * rec for i in range(40)], counts=rec)
+    assert s[7] == 36 and s[-1] == 127  # +1/8 per hit once at min_distance
+
+
+def test_zfetch_reordered_block_is_stored_then_advanced() -> None:
+    rec = 1 << 17
+    # stream at 1 after the first read; block 2 arrives before block 1 (within 16 MiB)
+    assert seq("zfetch", [0, 2 * rec, rec, 3 * rec], counts=rec) == [0, 0, 2, 4]
+
+
+def test_zfetch_misaligned_and_behind() -> None:
+    rec = 1 << 17
+    # 8 KiB reads inside record 0: the first creates a stream at 1, the rest are "one behind"
+    assert seq("zfetch", [0, K8, 2 * K8, rec], counts=K8) == [0, 0, 0, 1]
+    # far behind a live stream: a new stream, seqcount 0
+    assert seq("zfetch", [1 << 30, (1 << 30) + rec, 0], counts=rec) == [0, 1, 0]
+
+
+def test_always_never() -> None:
+    assert seq("always", [5, 10**9]) == [127, 127]
+    assert seq("always:seqcount=9", [5]) == [9]
+    assert seq("never", [0, K8]) == [0, 0]
+
+
+# ---- specs and registry
+
+def test_detector_specs() -> None:
+    d = parse_detector("slowdown:window=64KiB")
+    assert d.params.window == 65536 and d.spec == "slowdown"
+    assert parse_detector("slowdown:window=1MiB,seqmax=64").spec == "slowdown:window=1048576,seqmax=64"
+    assert parse_detector("cursor:cursors=8:window=0").state_words == 1 + 3 * 8
+    assert parse_detector("zfetch:assume_more=yes").params.assume_more is True
+    np.testing.assert_array_equal(parse_detector("freebsd").param_array(), [32768, 16, 16384, 127])
+
+
+@pytest.mark.parametrize("bad, words", [
+    ("linux", "unknown detector"), ("slowdown:wndow=3", "window=65536"),
+    ("slowdown:window=big", "integer"), ("freebsd4:seqmax=300", "seqmax"),
+    ("zfetch:assume_more=2", "boolean"), ("never:x=1", "none"), ("", "non-empty"),
+])
+def test_bad_detector_specs(bad: str, words: str) -> None:
+    with pytest.raises(SpecError, match=words):
+        parse_detector(bad)
+
+
+def test_builtins_registered_with_sources() -> None:
+    regs = registered_detectors()
+    assert set(regs) >= {"freebsd4", "slowdown", "cursor", "freebsd", "zfetch", "always", "never"}
+    for name in ("freebsd4", "slowdown", "cursor", "freebsd", "zfetch"):
+        assert regs[name].builtin and regs[name].source and regs[name].doc
+
+
+@dataclass(frozen=True)
+class EveryOther:
+    step: int = 2
+
+
+def test_plugin_registration_errors() -> None:
+    def r(state, params, offset, count, time_ns):
+        pass
+
+    def u(state, params, offset, count, time_ns):
+        return 1
+
+    with pytest.raises(SpecError, match="already registered"):
+        seqheur.register_detector("slowdown", params=EveryOther, state_words=1, reset=r, update=u)
+    with pytest.raises(SpecError, match="frozen"):
+        @dataclass
+        class Loose:
+            a: int = 1
+
+        seqheur.register_detector("loose", params=Loose, state_words=1, reset=r, update=u)
+    with pytest.raises(SpecError, match="built in"):
+        seqheur.unregister_detector("freebsd4")
+    with pytest.raises(SpecError, match="name"):
+        seqheur.register_detector("Bad Name", params=EveryOther, state_words=1, reset=r, update=u)
+
+
+def test_plugin_used_by_name_through_detect() -> None:
+    def reset(state, params, offset, count, time_ns):
+        state[0] = 0
+
+    def update(state, params, offset, count, time_ns):
+        state[0] += 1
+        return min(state[0] // params[0], 127)
+
+    seqheur.register_detector("every_other", params=EveryOther, state_words=1,
+                              reset=reset, update=update, doc="counts requests")
+    try:
+        assert seq("every_other", [0] * 6) == [0, 1, 1, 2, 2, 3]
+        assert seq("every_other:step=3", [0] * 6) == [0, 0, 1, 1, 1, 2]
+        assert "every_other" in seqheur.registered_detectors()
+    finally:
+        seqheur.unregister_detector("every_other")
+    with pytest.raises(SpecError, match="unknown detector"):
+        parse_detector("every_other")
