@@ -1,0 +1,503 @@
+"""The decoder: chunked reading, the per-frame kernel, pool growth, call expiry, row batches.
+
+Memory stays flat in the capture size: the file is read in fixed chunks, frames are decoded
+straight from the chunk buffer, TCP records keep only their first/last bytes, and rows leave
+as Arrow batches once their reply is in (or can no longer come: WINDOW_NS of capture time).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from pathlib import Path
+from typing import IO, Iterator
+
+import numpy as np
+import pyarrow as pa
+from numba import njit
+
+from ...errors import IngestError
+from ...io import open_input
+from ...schema import IngestReport, build_request_table
+from . import container as ct
+from ._layout import (C_CALLS, C_DEFERRED, C_FRAG_DATAGRAMS, C_GSS_CONTROL, C_GSS_PRIVACY,
+                      C_MATCHED, C_NFH, C_NFLOWS, C_NFS4_UNKNOWN_OP, C_NFS_UNDECODED,
+                      C_NFS_VERS_OTHER, C_NJOIN, C_NOW, C_NPEND, C_NROWS, C_OOOBYTES, C_OOON,
+                      C_ORPHAN_CALLS, C_ORPHAN_REPLIES, C_PARSED, C_PROG0, C_REPLIES, C_RETRANS,
+                      C_RPC_ACCEPT_ERR, C_RPC_CALLS, C_RPC_DENIED, C_RPC_MALFORMED,
+                      C_RPC_REPLIES, C_RPC_TRUNCMSG, C_SKIP0, C_SLOTTOP, C_TCP_GAP_BYTES,
+                      C_TCP_GAPS, C_EMPTY_RECORD, C_V4_ROWS_CAPPED, D_OOO, DN, F_DIR0, FF,
+                      FLOWKEY, FR_NFRAMES, FR_USED, FRAGBUF, FRF, HEAD, HR_FH, HR_MSGS, HR_ROWS,
+                      M_COUNT, M_EOF, M_FH, M_FSIZE, M_MINOR, M_OFFSET, M_RET, M_RTIME,
+                      M_STATUS, NCTR, NFRAG, NJ, OF, P_LIVE, P_KEY, P_NROWS, P_PROG, P_PROC,
+                      P_ROW0, P_STATE, P_TIME, PF, PROG_NAMES, R_COUNT, R_DONE, R_EOF, R_FHLEN,
+                      R_FHOFF, R_FLOW, R_FRAME, R_FSIZE, R_MASK, R_MINOR, R_OFFSET, R_OP,
+                      R_PROTO, R_RETCOUNT, R_RTIME, R_SIDE, R_STATUS, R_TIME, R_VERS, R_XID, RF,
+                      S_BADIF, S_CORRUPT, S_FRAGINC, S_TRUNCREC, SKIP_NAMES, TAIL, WINDOW_NS,
+                      op_name)
+from .net import frame_outcome
+from .rpc import join_insert
+from .tcp import compact_ooo, drain
+
+CHUNK = 8 << 20
+
+
+@njit(**NJ)
+def process(buf, foff, fcap, flink, fts, i0, n, fbase, FL, FR, T, R):
+    """Decode frames i0..n-1; returns where it stopped (n, or earlier when a pool is low)."""
+    fkey, fhash = FL
+    fst, slots, slot_free, lin, ooo, opool, md = T
+    rows, pend, jt, fh, ctr = R
+    for i in range(i0, n):
+        if ctr[C_NROWS] + HR_ROWS > rows.shape[0] or ctr[C_NPEND] + HR_MSGS > pend.shape[0] \
+                or (ctr[C_NJOIN] + HR_MSGS) * 2 > jt.shape[0] or ctr[C_NFH] + HR_FH > fh.shape[0] \
+                or (ctr[C_NFLOWS] + 2) * 2 > fhash.shape[0] or ctr[C_NFLOWS] + 2 > fkey.shape[0] \
+                or ctr[C_SLOTTOP] < 2 or ctr[C_OOON] + 2 > ooo.shape[0] \
+                or ctr[C_OOOBYTES] + 70000 > opool.shape[0]:
+            return i
+        lk = flink[i]
+        if lk == ct.LINK_BAD_IF:
+            ctr[S_BADIF] += 1
+            continue
+        if lk == ct.LINK_CORRUPT:
+            ctr[S_CORRUPT] += 1
+            continue
+        ts = fts[i]
+        if ts > ctr[C_NOW]:
+            ctr[C_NOW] = ts
+        code = frame_outcome(buf, foff[i], fcap[i], lk, fbase + i + 1, ts, FL, FR, T, R)
+        if code >= 0 and code != C_DEFERRED:
+            ctr[code] += 1
+    return n
+
+
+@njit(**NJ)
+def fnv_rehash(fkey, n, size):
+    fhash = np.zeros(size, np.int64)
+    mask = np.uint64(size - 1)
+    for f in range(n):
+        h = np.uint64(0xCBF29CE484222325)
+        for i in range(38):
+            h = (h ^ np.uint64(fkey[f, i])) * np.uint64(0x100000001B3)
+        j = np.int64(h & mask)
+        while fhash[j] != 0:
+            j = np.int64((np.uint64(j) + np.uint64(1)) & mask)
+        fhash[j] = f + 1
+    return fhash
+
+
+@njit(**NJ)
+def expire(pend, jt, rows, ctr, cutoff):
+    """Forget calls made before ``cutoff`` (capture ns); compact the table; rebuild the join.
+
+    Unanswered NFS calls among them become orphan calls; their rows are final."""
+    n = ctr[C_NPEND]
+    w = 0
+    for e in range(n):
+        if pend[e, P_TIME] < cutoff:
+            if pend[e, P_STATE] == 0 and pend[e, P_PROG] == 100003 and pend[e, P_PROC] >= 0:
+                ctr[C_ORPHAN_CALLS] += 1
+            r0 = pend[e, P_ROW0]
+            if r0 >= 0:
+                for k in range(pend[e, P_NROWS]):
+                    rows[r0 + k, R_DONE] = 1
+            continue
+        if w != e:
+            pend[w, :] = pend[e, :]
+        w += 1
+    ctr[C_NPEND] = w
+    jt[:, :] = 0
+    ctr[C_NJOIN] = 0
+    for e in range(w):
+        join_insert(jt, pend[e, P_KEY], e, ctr)
+
+
+@njit(**NJ)
+def settle(rows, pend, fh, ctr, upto):
+    """Number k of leading rows that are final (reply seen or call expired), at most upto."""
+    k = 0
+    while k < upto and rows[k, R_DONE] != 0:
+        k += 1
+    return k
+
+
+@njit(**NJ)
+def shift_rows(rows, pend, fh, ctr, k):
+    """Drop rows [0, k) (already emitted): move the rest down, re-point calls and handles."""
+    n = ctr[C_NROWS]
+    m = n - k
+    rows[0:m, :] = rows[k:n, :].copy()
+    for e in range(ctr[C_NPEND]):
+        r0 = pend[e, P_ROW0]
+        if r0 >= 0:
+            pend[e, P_ROW0] = r0 - k if r0 >= k else -1
+    ctr[C_NROWS] = m
+    # compact the handle arena to the remaining rows' handles
+    newfh = np.empty(fh.shape[0], np.uint8)
+    w = 0
+    for r in range(m):
+        if rows[r, R_MASK] & M_FH:
+            o = rows[r, R_FHOFF]
+            ln = rows[r, R_FHLEN]
+            newfh[w:w + ln] = fh[o:o + ln]
+            rows[r, R_FHOFF] = w
+            w += ln
+    fh[0:w] = newfh[0:w]
+    ctr[C_NFH] = w
+
+
+@njit(**NJ)
+def gather_fh(rows, fh, k):
+    """Arrow binary buffers (offsets int32, data) for the handles of rows [0, k)."""
+    offs = np.zeros(k + 1, np.int32)
+    total = 0
+    for r in range(k):
+        if rows[r, R_MASK] & M_FH:
+            total += rows[r, R_FHLEN]
+        offs[r + 1] = total
+    data = np.empty(max(total, 1), np.uint8)
+    for r in range(k):
+        if rows[r, R_MASK] & M_FH:
+            o = rows[r, R_FHOFF]
+            data[offs[r]:offs[r + 1]] = fh[o:o + rows[r, R_FHLEN]]
+    return offs, data
+
+
+class Decoder:
+    """Stateful capture decoder. Iterate ``batches()`` for Arrow tables; ``report`` after."""
+
+    def __init__(self, path: str | os.PathLike[str], chunk_bytes: int = CHUNK) -> None:
+        self.path = Path(path)
+        self.chunk = max(int(chunk_bytes), 1 << 16)
+        self.report = IngestReport(source=str(path), format="pcap")
+        self.frames = 0
+        self.stop_reason = ""
+        self.flow_names: dict[int, tuple[str, str]] = {}
+        self._alloc()
+
+    # --- state ---------------------------------------------------------------------------
+    def _alloc(self) -> None:
+        nflow, nrow, npend, nslot = 1024, 1 << 16, 1 << 15, 64
+        self.fkey = np.zeros((nflow, FLOWKEY), np.uint8)
+        self.fhash = np.zeros(nflow * 4, np.int64)
+        self.fst = np.zeros((nflow, FF), np.int64)
+        self.slots = np.zeros((nslot, HEAD + TAIL), np.uint8)
+        self.slot_free = np.arange(nslot, dtype=np.int64)
+        self.lin = np.zeros(HEAD + TAIL, np.uint8)
+        self.ooo = np.zeros((256, OF), np.int64)
+        self.opool = np.zeros(1 << 20, np.uint8)
+        self.md = np.zeros(5, np.int64)
+        self.fmeta = np.zeros((NFRAG, FRF), np.int64)
+        self.fbuf = np.zeros((NFRAG, FRAGBUF), np.uint8)
+        self.fmap = np.zeros((NFRAG, 8192), np.uint8)
+        self.rows = np.zeros((nrow + HR_ROWS, RF), np.int64)
+        self.pend = np.zeros((npend + HR_MSGS, PF), np.int64)
+        self.jt = np.zeros((1 << 16, 2), np.int64)
+        self.fh = np.zeros(HR_FH * 2, np.uint8)
+        self.ctr = np.zeros(NCTR, np.int64)
+        self.ctr[C_SLOTTOP] = nslot
+
+    def _tuples(self):
+        return ((self.fkey, self.fhash), (self.fmeta, self.fbuf, self.fmap),
+                (self.fst, self.slots, self.slot_free, self.lin, self.ooo, self.opool, self.md),
+                (self.rows, self.pend, self.jt, self.fh, self.ctr))
+
+    def _grow(self) -> None:
+        c = self.ctr
+        if c[C_NROWS] + HR_ROWS > self.rows.shape[0]:
+            self.rows = _enlarge(self.rows, 2 * self.rows.shape[0])
+        if c[C_NPEND] + HR_MSGS > self.pend.shape[0]:
+            self.expire(c[C_NOW] - WINDOW_NS)
+            if c[C_NPEND] + HR_MSGS > self.pend.shape[0] // 2:
+                self.pend = _enlarge(self.pend, 2 * self.pend.shape[0])
+        if (c[C_NJOIN] + HR_MSGS) * 2 > self.jt.shape[0]:
+            size = self.jt.shape[0]
+            while (c[C_NPEND] + HR_MSGS) * 4 > size:
+                size *= 2
+            self.jt = np.zeros((size, 2), np.int64)
+            expire(self.pend, self.jt, self.rows, c, np.int64(-(1 << 62)))
+        if c[C_NFH] + HR_FH > self.fh.shape[0]:
+            self.fh = _enlarge(self.fh, 2 * self.fh.shape[0])
+        if c[C_NFLOWS] + 2 > self.fkey.shape[0] or (c[C_NFLOWS] + 2) * 2 > self.fhash.shape[0]:
+            n = 2 * self.fkey.shape[0]
+            self.fkey = _enlarge(self.fkey, n)
+            self.fst = _enlarge(self.fst, n)
+            self.fhash = fnv_rehash(self.fkey, c[C_NFLOWS], 4 * n)
+        if c[C_SLOTTOP] < 2:
+            old = self.slots.shape[0]
+            self.slots = _enlarge(self.slots, 2 * old)
+            free = np.zeros(2 * old, np.int64)
+            free[: c[C_SLOTTOP]] = self.slot_free[: c[C_SLOTTOP]]
+            free[c[C_SLOTTOP]: c[C_SLOTTOP] + old] = np.arange(old, 2 * old)
+            c[C_SLOTTOP] += old
+            self.slot_free = free
+        if c[C_OOON] + 2 > self.ooo.shape[0]:
+            self.ooo = _enlarge(self.ooo, 2 * self.ooo.shape[0])
+        if c[C_OOOBYTES] + 70000 > self.opool.shape[0]:
+            compact_ooo(self.ooo, self.opool, c)
+            if c[C_OOOBYTES] + 70000 > self.opool.shape[0] // 2:
+                self.opool = _enlarge(self.opool, 2 * self.opool.shape[0])
+
+    def expire(self, cutoff: int) -> None:
+        expire(self.pend, self.jt, self.rows, self.ctr, np.int64(cutoff))
+
+    # --- reading -------------------------------------------------------------------------
+    def _open(self) -> tuple[IO[bytes], bytes]:
+        if not self.path.exists():
+            raise IngestError(self.path, "no such file")
+        if self.path.is_dir():
+            raise IngestError(self.path, "is a directory; give a capture file")
+        f = open_input(self.path)
+        try:
+            head = f.read(24)
+        except (OSError, EOFError) as exc:
+            f.close()
+            raise IngestError(self.path, f"cannot read: {exc}") from exc
+        if not head:
+            f.close()
+            raise IngestError(self.path, "is empty (zero bytes)")
+        return f, head
+
+    def batches(self) -> Iterator[pa.Table]:
+        f, head = self._open()
+        with f:
+            hdr = ct.parse_pcap_header(head)
+            if hdr is not None:
+                self.report.extra["container"] = "pcap"
+                self.report.extra["linktypes"] = [hdr.linktype]
+                yield from self._run(f, b"", hdr)
+            elif head[:4] == ct.PCAPNG_SHB:
+                if len(head) < 12 or not ct.is_pcapng(head[:12]):
+                    raise IngestError(self.path, "pcapng section header is cut short or has "
+                                      "no byte-order magic")
+                self.report.extra["container"] = "pcapng"
+                yield from self._run(f, head, None)
+            else:
+                if len(head) < 24 and head[:4] in ct.PCAP_MAGICS:
+                    raise IngestError(self.path, f"pcap file header is cut short ({len(head)} "
+                                      "of 24 bytes)")
+                raise IngestError(self.path, "not a pcap or pcapng capture (magic "
+                                  f"{head[:4].hex()})")
+        yield from self._finish()
+
+    def _run(self, f: IO[bytes], carry: bytes, hdr: ct.PcapHeader | None) -> Iterator[pa.Table]:
+        buf = np.empty(self.chunk, np.uint8)
+        have = len(carry)
+        buf[:have] = np.frombuffer(carry, np.uint8)
+        maxn = self.chunk // 16 + 1
+        foff = np.empty(maxn, np.int64)
+        fcap = np.empty(maxn, np.int64)
+        fwire = np.empty(maxn, np.int64)
+        fts = np.empty(maxn, np.int64)
+        flink = np.empty(maxn, np.int64)
+        st = np.zeros(2, np.int64)
+        ifs = np.zeros((ct.MAXIF, 5), np.int64)
+        if hdr is not None:
+            maxcap = max(262144, min(hdr.snaplen, 1 << 24))
+        eof = False
+        pos = 0
+        while True:
+            if not eof and have < buf.shape[0]:
+                got = _readinto(f, buf, have, self.path)
+                if got == 0:
+                    eof = True
+                have += got
+            if hdr is not None:
+                n, npos, why = ct.walk_pcap(buf, pos, have, hdr.big_endian, hdr.nanosecond,
+                                            maxcap, hdr.linktype, foff, fcap, fwire, fts, flink)
+            else:
+                n, npos, why = ct.walk_pcapng(buf, pos, have, st, ifs, foff, fcap, fwire, fts,
+                                              flink)
+            self._decode(buf, foff, fcap, flink, fts, n)
+            self.frames += n
+            pos = npos
+            yield from self._emit(final=False)
+            if why == ct.CORRUPT:
+                self.ctr[S_CORRUPT] += 1
+                self.frames += 1
+                self.stop_reason = (f"frame {self.frames}: record header makes no sense "
+                                    "(impossible length); stopped reading there")
+                return
+            if why == ct.FULL:
+                continue
+            # NEED_MORE: move the partial record to the front and read on
+            rest = have - pos
+            if eof:
+                if rest > 0:
+                    self.frames += 1
+                    self.ctr[S_TRUNCREC] += 1
+                    self.stop_reason = (f"frame {self.frames}: cut short by the end of the "
+                                        f"file ({rest} bytes of it present)")
+                return
+            if pos == 0 and have == buf.shape[0]:  # one record larger than the buffer
+                bigger = np.empty(buf.shape[0] * 2, np.uint8)
+                bigger[:have] = buf[:have]
+                buf = bigger
+                continue
+            buf[:rest] = buf[pos:have].copy()
+            have = rest
+            pos = 0
+
+    def _decode(self, buf, foff, fcap, flink, fts, n) -> None:
+        i = 0
+        while i < n:
+            FL, FR, T, R = self._tuples()
+            i = process(buf, foff, fcap, flink, fts, i, n, self.frames, FL, FR, T, R)
+            if i < n:
+                self._grow()
+
+    def _finish(self) -> Iterator[pa.Table]:
+        c = self.ctr
+        # waiting out-of-order segments: jump their holes now
+        fl = c[C_NFLOWS]
+        for flow in range(fl):
+            for d in range(2):
+                if self.fst[flow, F_DIR0 + d * DN + D_OOO] > 0:
+                    FL, FR, T, R = self._tuples()
+                    drain(flow, d, self.fst[flow, 0], True, T, R)
+        for s in range(NFRAG):
+            if self.fmeta[s, FR_USED]:
+                c[S_FRAGINC] += self.fmeta[s, FR_NFRAMES]
+                self.fmeta[s, FR_USED] = 0
+        self.expire(np.iinfo(np.int64).max)
+        yield from self._emit(final=True)
+        self._fill_report()
+
+    # --- output --------------------------------------------------------------------------
+    def _emit(self, final: bool) -> Iterator[pa.Table]:
+        c = self.ctr
+        if not final:
+            self.expire(c[C_NOW] - WINDOW_NS)
+        n = int(c[C_NROWS])
+        k = int(settle(self.rows, self.pend, self.fh, c, n))
+        if k == 0:
+            return
+        table = self._table(k)
+        shift_rows(self.rows, self.pend, self.fh, c, k)
+        self.report.rows += k
+        yield table
+
+    def _names(self, flow: int) -> tuple[str, str]:
+        got = self.flow_names.get(flow)
+        if got is None:
+            key = bytes(self.fkey[flow])
+            alen = key[37]
+            a = _addr(key[0:alen], int.from_bytes(key[32:34], "big"))
+            b = _addr(key[16:16 + alen], int.from_bytes(key[34:36], "big"))
+            got = self.flow_names[flow] = (a, b)
+        return got
+
+    def _table(self, k: int) -> pa.Table:
+        r = self.rows[:k]
+        mask = r[:, R_MASK]
+        flows = r[:, R_FLOW]
+        sides = r[:, R_SIDE]
+        ends: dict[str, int] = {}
+        cli = np.empty(k, np.int32)
+        srv = np.empty(k, np.int32)
+        uniq, inv = np.unique(flows * 2 + sides, return_inverse=True)
+        cli_u = np.empty(len(uniq), np.int32)
+        srv_u = np.empty(len(uniq), np.int32)
+        for j, kv in enumerate(uniq.tolist()):
+            a, b = self._names(kv // 2)
+            c_name, s_name = (a, b) if kv % 2 == 0 else (b, a)
+            cli_u[j] = ends.setdefault(c_name, len(ends))
+            srv_u[j] = ends.setdefault(s_name, len(ends))
+        cli = cli_u[inv.reshape(-1)]
+        srv = srv_u[inv.reshape(-1)]
+        endpoint_dict = pa.array(list(ends), pa.string())
+        ops = r[:, R_OP]
+        uops, op_idx = np.unique(ops, return_inverse=True)
+        op_arr = pa.DictionaryArray.from_arrays(
+            pa.array(op_idx.astype(np.int32)), pa.array([op_name(int(o)) for o in uops]))
+        proto = r[:, R_PROTO]
+        tr = pa.DictionaryArray.from_arrays(pa.array((proto == 6).astype(np.int32)),
+                                            pa.array(["udp", "tcp"]))
+        offs, data = gather_fh(self.rows, self.fh, k)
+        has_fh = (mask & M_FH) != 0
+        fh_arr = pa.Array.from_buffers(
+            pa.binary(), k, [pa.py_buffer(np.packbits(has_fh, bitorder="little")),
+                             pa.py_buffer(offs), pa.py_buffer(data)], null_count=int(k - has_fh.sum()))
+
+        def col(field: int, bit: int, typ: pa.DataType) -> pa.Array:
+            vals = r[:, field]
+            if typ in (pa.uint64(),):
+                vals = vals.view(np.uint64)
+            return pa.array(vals, mask=(mask & bit) == 0).cast(typ)
+
+        columns = {
+            "time": pa.array(r[:, R_TIME], pa.int64()),
+            "reply_time": pa.array(r[:, R_RTIME], mask=(mask & M_RTIME) == 0, type=pa.int64()),
+            "client": pa.DictionaryArray.from_arrays(pa.array(cli), endpoint_dict),
+            "server": pa.DictionaryArray.from_arrays(pa.array(srv), endpoint_dict),
+            "transport": tr,
+            "xid": pa.array(r[:, R_XID].astype(np.uint32)),
+            "vers": pa.array(r[:, R_VERS].astype(np.uint8)),
+            "minor": col(R_MINOR, M_MINOR, pa.uint8()),
+            "op": op_arr,
+            "fh": fh_arr,
+            "offset": col(R_OFFSET, M_OFFSET, pa.uint64()),
+            "count": col(R_COUNT, M_COUNT, pa.uint32()),
+            "ret_count": col(R_RETCOUNT, M_RET, pa.uint32()),
+            "eof": pa.array(r[:, R_EOF] != 0, mask=(mask & M_EOF) == 0),
+            "status": col(R_STATUS, M_STATUS, pa.uint32()),
+            "file_size": col(R_FSIZE, M_FSIZE, pa.uint64()),
+            "source_index": pa.array(r[:, R_FRAME].astype(np.uint64)),
+        }
+        return build_request_table(columns, n=k)
+
+    def _fill_report(self) -> None:
+        c = self.ctr
+        rep = self.report
+        rep.records_total = self.frames
+        rep.parsed = int(c[C_PARSED])
+        for i, name in enumerate(SKIP_NAMES):
+            v = int(c[C_SKIP0 + i])
+            if v:
+                rep.skip(name, n=v)
+        rep.calls = int(c[C_CALLS])
+        rep.replies = int(c[C_REPLIES])
+        rep.matched = int(c[C_MATCHED])
+        rep.orphan_calls = int(c[C_ORPHAN_CALLS])
+        rep.orphan_replies = int(c[C_ORPHAN_REPLIES])
+        rep.retransmissions = int(c[C_RETRANS])
+        rep.extra["rpc_calls"] = int(c[C_RPC_CALLS])
+        rep.extra["rpc_replies"] = int(c[C_RPC_REPLIES])
+        rep.extra["rpc_programs"] = {name: int(c[C_PROG0 + i]) for i, name in enumerate(PROG_NAMES)
+                                     if c[C_PROG0 + i]}
+        for key, idx in (("rpc_malformed", C_RPC_MALFORMED), ("rpc_denied", C_RPC_DENIED),
+                         ("rpc_accept_errors", C_RPC_ACCEPT_ERR),
+                         ("tcp_records_abandoned", C_RPC_TRUNCMSG), ("tcp_gaps", C_TCP_GAPS),
+                         ("tcp_gap_bytes", C_TCP_GAP_BYTES), ("nfs_undecoded", C_NFS_UNDECODED),
+                         ("nfs4_unknown_ops", C_NFS4_UNKNOWN_OP),
+                         ("nfs_other_versions", C_NFS_VERS_OTHER),
+                         ("rpcsec_gss_control", C_GSS_CONTROL),
+                         ("rpcsec_gss_privacy", C_GSS_PRIVACY),
+                         ("empty_records", C_EMPTY_RECORD),
+                         ("ip_datagrams_reassembled", C_FRAG_DATAGRAMS),
+                         ("nfs4_rows_capped", C_V4_ROWS_CAPPED)):
+            rep.extra[key] = int(c[idx])
+        if self.stop_reason:
+            rep.extra["stopped"] = self.stop_reason
+
+
+def _enlarge(a: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros((n,) + a.shape[1:], a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+def _readinto(f: IO[bytes], buf: np.ndarray, at: int, path: Path) -> int:
+    try:
+        got = f.readinto(memoryview(buf)[at:])  # type: ignore[attr-defined]
+    except EOFError:  # compressed stream cut short: what was decoded stands
+        return 0
+    except OSError as exc:
+        raise IngestError(path, f"read failed: {exc}") from exc
+    return int(got or 0)
+
+
+def _addr(raw: bytes, port: int) -> str:
+    if len(raw) == 4:
+        return f"{ipaddress.IPv4Address(raw)}:{port}"
+    return f"[{ipaddress.IPv6Address(raw)}]:{port}"
