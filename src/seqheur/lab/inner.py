@@ -117,7 +117,7 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
         deadline = time.monotonic() + plan["timeout"]
         for i, client in enumerate(clients):
             try:
-                rc = client.popen.wait(max(0.1, deadline - time.monotonic()))
+                rc = client.popen.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 Processes.stop(client)
                 rc = None

@@ -300,16 +300,16 @@ def run(names: Sequence[str], out_dir: str | os.PathLike[str],
             task = bar.add_task("scenarios", total=len(scenarios))
             for s in scenarios:
                 bar.update(task, description=f"capturing {s.name}")
-                try:
-                    manifests.append(run_scenario(s, out, work, export, digests, binaries,
-                                                  versions, options))
-                except LabError:
-                    failed = True
-                    raise
+                manifests.append(run_scenario(s, out, work, export, digests, binaries,
+                                              versions, options))
                 bar.advance(task)
-    except _Interrupted as exc:
+    except (KeyboardInterrupt, _Interrupted) as exc:
         failed = True
-        raise LabError(f"interrupted ({exc}); every process the lab started was stopped") from None
+        raise LabError(f"interrupted ({type(exc).__name__} {exc}); every process the lab "
+                       f"started was stopped; work kept in {work}") from None
+    except BaseException:
+        failed = True  # keep the export, logs and raw pcaps for a look
+        raise
     finally:
         if not failed and not options.keep_work:
             shutil.rmtree(work, ignore_errors=True)
