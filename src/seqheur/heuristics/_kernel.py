@@ -4,7 +4,8 @@ numba cannot call an arbitrary jitted function passed as an argument at full spe
 closure over one is recompiled in every process (its cache key pickles the closure cells, which
 differ per process). So for each detector a tiny module is *generated* whose globals ``_reset``
 and ``_update`` are bound to the detector's dispatchers before the first call; the file name
-carries a hash of the loop template, ``tables.py`` and the detector's source, so numba's on-disk
+carries a hash of the loop template, ``tables.py`` and the source files of the detector (and of
+every jitted function its modules refer to), so numba's on-disk
 cache (keyed by the generated file) is reused across processes and invalidated when any of them
 changes. Built-ins and plug-ins take the same path; calls inline, so both run at full speed.
 
@@ -82,11 +83,36 @@ def cache_dir() -> Path:
 
 
 def _source_of(fn: Any) -> str | None:
+    """Source text the compiled code of ``fn`` depends on: the whole file defining it and,
+    transitively, the files of every jitted function its module refers to (numba's cache does
+    not track such dependencies). None if some source cannot be found."""
+    from numba.core.dispatcher import Dispatcher
+
     py = getattr(fn, "py_func", fn)
     try:
-        return inspect.getsource(py)
+        inspect.getsource(py)  # raises for functions compiled from strings
     except (OSError, TypeError):
         return None
+    seen: dict[str, str] = {}
+    todo = [py]
+    while todo:
+        f = todo.pop()
+        try:
+            path = inspect.getsourcefile(f)
+        except TypeError:
+            return None
+        if path is None:
+            return None
+        if path in seen:
+            continue
+        try:
+            seen[path] = Path(path).read_text()
+        except OSError:
+            return None
+        for value in list(getattr(f, "__globals__", {}).values()):
+            if isinstance(value, Dispatcher):
+                todo.append(value.py_func)
+    return "\0".join(f"{p}\0{seen[p]}" for p in sorted(seen))
 
 
 def _tables_source() -> str:
