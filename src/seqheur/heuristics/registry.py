@@ -35,7 +35,8 @@ import numpy as np
 from ..errors import SpecError
 
 # built-in detector modules, imported on the first registry query
-BUILTINS = ("freebsd4", "slowdown", "cursor", "freebsd", "zfetch", "always", "never")
+BUILTINS = ("freebsd4", "slowdown", "cursor", "freebsd", "zfetch", "always", "never",
+            "linux")  # linux: linux-2.6.32, linux-3.12 (issue 4)
 
 _REGISTRY: dict[str, "DetectorInfo"] = {}
 _builtins_loaded = False
@@ -127,8 +128,10 @@ def register_detector(name: str, *, params: type, state_words: int | Callable[[A
     from numba import njit
     from numba.core.dispatcher import Dispatcher
 
-    if not re.fullmatch(r"[a-z][a-z0-9_]*", name or ""):
-        raise SpecError(f"detector name must match [a-z][a-z0-9_]*, not {name!r}")
+    # '.' and '-' allowed inside names for versioned detectors such as linux-3.12
+    if not re.fullmatch(r"[a-z][a-z0-9_]*(?:[.-][a-z0-9_]+)*", name or ""):
+        raise SpecError(f"detector name must match [a-z][a-z0-9_]*(?:[.-][a-z0-9_]+)*, "
+                        f"not {name!r}")
     if not (dataclasses.is_dataclass(params) and isinstance(params, type)):
         raise SpecError(f"detector {name!r}: params must be a dataclass type")
     if not params.__dataclass_params__.frozen:  # type: ignore[attr-defined]

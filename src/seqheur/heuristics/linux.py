@@ -1,0 +1,317 @@
+"""``linux-2.6.32`` and ``linux-3.12``: Linux on-demand read-ahead (spec/heuristics.md §4).
+
+Unlike the FreeBSD detectors, Linux read-ahead decides *what to read* itself and consults the
+page cache: a PG_readahead mark on a cached page triggers the asynchronous path, a hole search
+sizes the window of an interleaved stream, and context read-ahead counts the cached pages
+just before a miss. So these detectors are replayed together with the cache model
+(:mod:`seqheur.cache`, 4 KiB pages) by :func:`seqheur.replay`, which implies the ``linux``
+read-ahead policy.
+
+State per table slot (a ``struct file_ra_state``, §4.1): ``[start, size, async_size,
+prev_pos, lo, hi, mark]``; ``prev_pos`` starts at -1. The per-request ``seqcount`` a Linux
+detector reports is the window size ``size`` in pages after the request (0 before any
+read-ahead), saturating at ``ra_pages`` (32 = 128 KiB by default, §4.2).
+
+Per READ of ``count`` bytes at ``pos`` (§4.4, buffered read path): pages ``index = pos>>12``
+up to ``last = (pos+count+4095)>>12``; for each page: not cached → synchronous
+``ondemand(hit_marker=False, req=last-page)`` (then the page itself if still missing); cached
+with PG_readahead → clear it, asynchronous ``ondemand(hit_marker=True, ...)``. Afterwards
+``prev_pos = (last-1)<<12 | (pos+count)&4095``. ``ondemand`` is §4.5 (2.6.31–3.11, with
+``init``/``next`` window sizing §4.3); context read-ahead (§4.6) fires on *any* history page in
+``linux-2.6.32`` and only when the history exceeds the request (window ``min(h+req, max)``,
+``async_size`` 1) in ``linux-3.12`` (commit 2cad4018 "readahead: make context readahead more
+conservative"). Not modelled: the nfsd splice path's per-pipe request splitting (§4.4
+caveat), ``max_sane_readahead``, read congestion, writeback; the marker branch's hole search
+and the history count look at the page cache model.
+
+**Without a cache** (``seqheur.detect``, which has no page cache) the same code runs against a
+stand-in: the slot remembers one extent ``[lo, hi)`` of pages its stream has read or read
+ahead since the slot was reset, and the page of the last PG_readahead mark; "cached" means
+inside that extent. That is exact for a single sequential reader with an ample cache and an
+approximation otherwise; :func:`seqheur.replay` always uses the real cache model.
+
+Params: ``ra_kb`` (read_ahead_kb of the backing device, default 128).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from .. import cache as C
+from .. import readahead as R
+from .registry import detector
+
+PAGE_SHIFT = 12
+PAGE = 1 << PAGE_SHIFT
+
+# state words
+L_START = 0
+L_SIZE = 1
+L_ASYNC = 2
+L_PREV = 3
+L_LO = 4  # stand-in page cache (detect without a cache model): cached extent [lo, hi)
+L_HI = 5
+L_MARK = 6  # stand-in: page carrying PG_readahead (-1 none)
+L_WORDS = 7
+
+# replay context words (ctx[4])
+X_STAMP = 0
+X_DLO = 1
+X_DHI = 2
+X_EOFBLK = 3
+X_EOFBYTES = 4
+X_LEN = 5
+
+
+@dataclass(frozen=True)
+class LinuxParams:
+    ra_kb: int = 128  # bdi read_ahead_kb: VM_MAX_READAHEAD / VM_READAHEAD_PAGES (§4.2)
+
+    def __post_init__(self) -> None:
+        if not 4 <= self.ra_kb <= 1 << 20 or self.ra_kb % 4:
+            raise ValueError("ra_kb must be a multiple of 4 in 4..1048576")
+
+    @property
+    def ra_pages(self) -> int:
+        return self.ra_kb * 1024 // PAGE
+
+
+# --------------------------------------------------------------------------------------------
+# window sizing (§4.3)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def init_size(req, mx):
+    n = 1
+    while n < req:
+        n <<= 1
+    if n <= mx // 32:
+        return 4 * n
+    if n <= mx // 4:
+        return 2 * n
+    return mx
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def next_size(cur, mx):
+    if cur < mx // 16:
+        return 4 * cur
+    n = 2 * cur
+    return n if n < mx else mx
+
+
+# --------------------------------------------------------------------------------------------
+# page cache access: the real cache model (ctx is a tuple) or the slot's stand-in (ctx None)
+
+
+@njit(nogil=True, _nrt=False)
+def _cached(ctx, f, p, row):
+    if ctx is None:
+        return row[L_LO] <= p and p < row[L_HI]
+    return C.lookup(ctx[0], C.make_key(f, p)) >= 0
+
+
+@njit(nogil=True, _nrt=False)
+def _read(ctx, f, start, n, mark, row, sync):
+    """Read the uncached pages of [start, start+n); ``mark`` gets PG_readahead if newly read."""
+    if n <= 0:
+        return
+    if ctx is None:
+        if start <= row[L_HI] and start + n > row[L_HI] and start >= row[L_LO]:
+            if mark >= row[L_HI]:
+                row[L_MARK] = mark
+            row[L_HI] = start + n
+        elif start < row[L_LO] or start > row[L_HI]:
+            row[L_LO] = start
+            row[L_HI] = start + n
+            row[L_MARK] = mark
+        return
+    x = ctx[4]
+    R.read_range(ctx[0], f, start, n, mark, x[X_STAMP], x[X_DLO], x[X_DHI], x[X_EOFBLK], PAGE,
+                 x[X_EOFBYTES], ctx[1], ctx[2], ctx[3], sync)
+
+
+@njit(nogil=True, _nrt=False)
+def _submit(ctx, f, row, sync):
+    """``ra_submit``: read [start, start+size), PG_readahead on page start+size-async_size."""
+    start = row[L_START]
+    size = row[L_SIZE]
+    asz = row[L_ASYNC]
+    mark = start + size - asz if asz > 0 else -1
+    _read(ctx, f, start, size, mark, row, sync)
+
+
+@njit(nogil=True, _nrt=False)
+def ondemand(ctx, f, row, mx, ver, hit_marker, index, req):
+    """``ondemand_readahead`` (§4.5); ``ver`` 0 = 2.6.31–3.11 context rule, 1 = 3.12+ (§4.6)."""
+    initial = index == 0
+    submit = False
+    if not initial:
+        start = row[L_START]
+        size = row[L_SIZE]
+        if index == start + size - row[L_ASYNC] or index == start + size:
+            row[L_START] = start + size
+            row[L_SIZE] = next_size(size, mx)
+            row[L_ASYNC] = row[L_SIZE]
+            submit = True
+        elif hit_marker:
+            s = -1
+            for k in range(1, mx + 1):
+                if not _cached(ctx, f, index + k, row):
+                    s = index + k
+                    break
+            if s < 0:
+                return
+            row[L_START] = s
+            row[L_SIZE] = next_size(s - index + req, mx)
+            row[L_ASYNC] = row[L_SIZE]
+            submit = True
+        elif req > mx:
+            initial = True
+        else:
+            prev = row[L_PREV] >> PAGE_SHIFT  # arithmetic: -1 for a fresh state
+            d = index - prev
+            if d == 0 or d == 1:  # unsigned (index - prev) <= 1
+                initial = True
+            else:
+                h = 0
+                p = index - 1
+                while h < mx and p >= 0 and _cached(ctx, f, p, row):
+                    h += 1
+                    p -= 1
+                if ver == 0:
+                    if h > 0:
+                        if h >= index:
+                            h *= 2
+                        row[L_START] = index
+                        row[L_SIZE] = init_size(h + req, mx)
+                        row[L_ASYNC] = row[L_SIZE]
+                        submit = True
+                else:
+                    if h > req:
+                        if h >= index:
+                            h *= 2
+                        row[L_START] = index
+                        row[L_SIZE] = h + req if h + req < mx else mx
+                        row[L_ASYNC] = 1
+                        submit = True
+                if not submit:
+                    # random read: just the requested pages, no mark, state unchanged
+                    _read(ctx, f, index, req, -1, row, True)
+                    return
+    if initial:
+        row[L_START] = index
+        row[L_SIZE] = init_size(req, mx)
+        row[L_ASYNC] = row[L_SIZE] - req if row[L_SIZE] > req else row[L_SIZE]
+    if index == row[L_START] and row[L_SIZE] == row[L_ASYNC]:
+        row[L_ASYNC] = next_size(row[L_SIZE], mx)
+        row[L_SIZE] += row[L_ASYNC]
+    _submit(ctx, f, row, not hit_marker)
+
+
+@njit(nogil=True, _nrt=False)
+def linux_read(ctx, f, row, mx, ver, off, cnt):
+    """One buffered READ (§4.4); returns the window size (the detector's seqcount)."""
+    if cnt <= 0:
+        return row[L_SIZE]
+    index = off >> PAGE_SHIFT
+    last = (off + cnt + PAGE - 1) >> PAGE_SHIFT
+    for p in range(index, last):
+        if ctx is None:
+            if not _cached(ctx, f, p, row):
+                ondemand(ctx, f, row, mx, ver, False, p, last - p)
+                if not _cached(ctx, f, p, row):
+                    _read(ctx, f, p, 1, -1, row, True)
+            elif row[L_MARK] == p:
+                row[L_MARK] = -1
+                ondemand(ctx, f, row, mx, ver, True, p, last - p)
+        else:
+            c = ctx[0]
+            e = C.lookup(c, C.make_key(f, p))
+            if e < 0:
+                ondemand(ctx, f, row, mx, ver, False, p, last - p)
+                e = C.lookup(c, C.make_key(f, p))
+                if e < 0:  # beyond the window (or evicted at once by a tiny cache)
+                    _read(ctx, f, p, 1, -1, row, True)
+                    e = C.lookup(c, C.make_key(f, p))
+            elif (c.flags[e] & C.F_RAM) != 0:
+                c.flags[e] &= ~np.uint8(C.F_RAM)
+                ondemand(ctx, f, row, mx, ver, True, p, last - p)
+                e = C.lookup(c, C.make_key(f, p))
+            if e >= 0:
+                R.demand_use(c, e, ctx[1])
+    row[L_PREV] = ((last - 1) << PAGE_SHIFT) | ((off + cnt) & (PAGE - 1))
+    return row[L_SIZE]
+
+
+# --------------------------------------------------------------------------------------------
+# detector contract (used by seqheur.detect with the stand-in cache)
+
+
+@njit(nogil=True, _nrt=False)
+def reset(state, params, offset, count, time_ns):
+    state[L_START] = 0
+    state[L_SIZE] = 0
+    state[L_ASYNC] = 0
+    state[L_PREV] = -1
+    state[L_LO] = 0
+    state[L_HI] = 0
+    state[L_MARK] = -1
+
+
+@njit(nogil=True, _nrt=False)
+def update_2632(state, params, offset, count, time_ns):
+    return linux_read(None, 0, state, params[0] * 1024 // PAGE, 0, offset, count)
+
+
+@njit(nogil=True, _nrt=False)
+def update_312(state, params, offset, count, time_ns):
+    return linux_read(None, 0, state, params[0] * 1024 // PAGE, 1, offset, count)
+
+
+@detector("linux-2.6.32", params=LinuxParams, state_words=L_WORDS, builtin=True,
+          max_seqcount=lambda p: p.ra_pages,
+          source="AndreiLux/ref-3.10 mm/readahead.c @ 147ee332 (2.6.31-3.11 rules); spec §4.5, §4.6")
+class Linux2632:
+    """Linux 2.6.31-3.11 on-demand read-ahead: window ramp x4/x2 to ra_pages, PG_readahead
+    async trigger, context read-ahead on any cached history page; seqcount = window (pages)."""
+
+    reset = reset
+    update = update_2632
+
+
+@detector("linux-3.12", params=LinuxParams, state_words=L_WORDS, builtin=True,
+          max_seqcount=lambda p: p.ra_pages,
+          source="commit 2cad4018 (v3.12); CachyOS/linux mm/readahead.c @ 4cbe8f83; spec §4.6")
+class Linux312:
+    """Linux 3.12+ on-demand read-ahead: as 2.6.32, but context read-ahead only when more
+    than req history pages are cached (window min(h+req, max), async 1)."""
+
+    reset = reset
+    update = update_312
+
+
+# --------------------------------------------------------------------------------------------
+# replay with the cache model
+
+
+@njit(nogil=True, _nrt=False)
+def serve_linux(c, f, row, off, cnt, fresh, stamp, pol, eof_bytes, fs, ctr, req, ops, x):
+    """One READ through Linux read-ahead against the cache model; returns the window size."""
+    cnt = R.begin_request(f, off, cnt, fresh, pol, eof_bytes, fs, ctr, req)
+    if cnt > 0:
+        d_lo = off >> PAGE_SHIFT
+        d_hi = (off + cnt - 1) >> PAGE_SHIFT
+        ctr[R.C_DEMAND] += d_hi - d_lo + 1
+        R.account_demand(c, f, d_lo, d_hi, fs, ctr, req)
+        x[X_STAMP] = stamp
+        x[X_DLO] = d_lo
+        x[X_DHI] = d_hi
+        x[X_EOFBYTES] = eof_bytes
+        x[X_EOFBLK] = (eof_bytes + PAGE - 1) >> PAGE_SHIFT if eof_bytes >= 0 else -1
+        linux_read((c, ctr, req, ops, x), f, row, pol[R.P_RAPAGES], pol[R.P_LINUX_VER], off, cnt)
+    R.end_request(f, off, cnt, fs, req)
+    return row[L_SIZE]

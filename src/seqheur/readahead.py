@@ -1,0 +1,585 @@
+"""Read-ahead policies: a detector's seqcount → which blocks the file system reads ahead.
+
+Spec strings (``parse_policy``), with the block size each models by default:
+
+``freebsd4-cluster[:bsize=16384][:maxphys=131072][:maxra=32]``
+    FreeBSD 4.x ``cluster_read`` (spec/heuristics.md §3.1; DragonFly 984263bc
+    ``sys/kern/vfs_cluster.c``). Block = UFS block, default 16 KiB (4.x newfs ``DFL_BLKSIZE``,
+    §1.8). ``racluster = maxphys / bsize`` (MAXPHYS 128 KiB → 8 blocks). On a demand miss: a
+    synchronous read of the demand block (a cluster of ``min(ceil(rest/bsize), racluster)``
+    blocks when the rest of the request is larger than a block), then **one** asynchronous
+    cluster of ``min(racluster, max(seqcount, ceil(request/bsize)))`` blocks if it starts below
+    ``block + seqcount``. On a hit of a block carrying the read-ahead mark (``B_RAM``): scan the
+    resident successors (up to ``maxra = min(2*racluster + rest//bsize, 32)``), re-mark every
+    ``racluster``-th, and start the next cluster at the first hole if it lies below
+    ``block + seqcount``.
+``freebsd-cluster[:bsize=32768][:read_max=64][:read_min=1][:maxphys=131072]``
+    Current FreeBSD ``cluster_read`` (§3.2). Block default 32 KiB (current newfs default).
+    Read-ahead extends to ``maxra = min(seqcount, read_max)`` blocks past the demand block,
+    issued as clusters of ``racluster`` blocks; seqcount 0 or 1 reads nothing ahead; a hit
+    re-triggers only on a block with ``B_RAM``.
+``fixed:N[:bsize=8192]``
+    Reads the N blocks after the request whenever the detector's seqcount is > 0 (no marks,
+    every request). Block default 8 KiB (the 4.x NFS ``rsize``), so N counts NFS-sized blocks.
+``none[:bsize=8192]``
+    No read-ahead: demand reads only (a plain LRU cache).
+``linux``
+    Implied by the ``linux-2.6.32`` / ``linux-3.12`` detectors, which decide read-ahead
+    themselves (:mod:`seqheur.linux`); 4 KiB pages.
+
+``auto`` (the default of :func:`seqheur.replay`) picks ``linux`` for Linux detectors,
+``freebsd-cluster`` for ``freebsd``, and ``freebsd4-cluster`` (the paper's setting) otherwise.
+
+Model simplifications (spec §3.3): files are contiguous on disk (every BMAP run is as long as
+a cluster may be); no buffer is ever busy; the end of file is the file size when known (else
+read-ahead is not clipped). The numba step functions here are called by the replay loop
+(:mod:`seqheur.replay`); they are not cached on disk on their own because they call into
+:mod:`seqheur.cache` (numba's cache does not notice changes in another module); the
+specialised replay loop that inlines them is cached, keyed by the sources of all of them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from . import cache as C
+from .errors import SpecError
+
+# policy kinds
+POL_NONE = 0
+POL_FIXED = 1
+POL_FREEBSD4 = 2
+POL_FREEBSD = 3
+POL_LINUX = 4
+
+KIND_NAMES = {POL_NONE: "none", POL_FIXED: "fixed", POL_FREEBSD4: "freebsd4-cluster",
+              POL_FREEBSD: "freebsd-cluster", POL_LINUX: "linux"}
+
+# policy parameter words (int64 array handed to numba)
+P_KIND = 0
+P_BSIZE = 1
+P_RACLUSTER = 2  # maxphys // bsize
+P_MAXRA = 3  # 4.x MAXRA cap / current read_max
+P_READMIN = 4
+P_N = 5  # fixed:N
+P_RAPAGES = 6  # linux: maximum window in pages
+P_LINUX_VER = 7  # linux: 0 = 2.6.31-3.11 rules, 1 = 3.12+ rules
+P_WINDOW = 8  # reorder window (bytes) for cause attribution
+P_LEN = 10
+
+# replay counters (int64 array)
+C_REQUESTS = 0
+C_DEMAND = 1
+C_HITS = 2
+C_MISSES = 3
+C_PREFETCHED = 4
+C_USED = 5
+C_FRESH = 6
+C_EJECTIONS = 7
+C_LOST = 8  # 8..13: lost_<cause> for cause codes 1..6 at C_LOST + code - 1
+C_OPS = 14  # disk reads issued
+C_OP_BYTES = 15
+C_SYNC_OPS = 16
+C_NOPS = 17  # ops currently in the buffer (flushed to the disk model by the driver)
+C_DEMAND_BYTES = 18
+C_ZERO = 19  # zero-length requests
+C_LEN = 24
+
+# miss causes (0 = no miss)
+CAUSE_EJECTED = 1
+CAUSE_REORDERED = 2
+CAUSE_NONSEQUENTIAL = 3
+CAUSE_COLD = 4
+CAUSE_EVICTED = 5
+CAUSE_SHORT = 6
+CAUSES = ("ejected", "reordered", "nonsequential", "cold", "evicted", "short")
+
+# per-request scratch words
+R_PF = 0
+R_HIT = 1
+R_MISS = 2
+R_CAUSE = 3  # cause of the first missed block
+R_CLASS = 4  # the request's class (0 = sequential, else a cause code)
+R_LEN = 6
+
+# per-file state words
+FS_NEXT = 0  # end of the file's previous request (-1: not seen yet)
+FS_DISRUPT = 1  # cause code of the last disruption not yet recovered from (0 = none)
+FS_LEN = 2
+
+DEFAULT_BSIZE = {"freebsd4-cluster": 16384, "freebsd-cluster": 32768, "fixed": 8192,
+                 "none": 8192, "linux": 4096}
+MAXPHYS = 131072  # 4.x sys/i386/include/param.h (spec §1.8)
+MAXRA_4X = 32  # vfs_cluster.c MAXRA (spec §3.1)
+READ_MAX = 64  # vfs.read_max (spec §3.2)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A parsed read-ahead policy (see module docstring)."""
+
+    kind: str
+    bsize: int
+    n: int = 0
+    maxphys: int = MAXPHYS
+    maxra: int = 0
+    read_min: int = 1
+
+    def __post_init__(self) -> None:
+        if self.kind not in DEFAULT_BSIZE:
+            raise SpecError(f"unknown policy kind {self.kind!r}")
+        if self.bsize < 512 or self.bsize & (self.bsize - 1):
+            raise SpecError(f"policy {self.kind}: bsize must be a power of two >= 512, not {self.bsize}")
+        if self.kind == "fixed" and self.n < 0:
+            raise SpecError(f"policy fixed:N needs N >= 0, not {self.n}")
+        if self.kind.startswith("freebsd"):
+            if self.maxphys < self.bsize:
+                raise SpecError(f"policy {self.kind}: maxphys {self.maxphys} < bsize {self.bsize}")
+            if self.maxra < 1:
+                raise SpecError(f"policy {self.kind}: maxra/read_max must be >= 1")
+            if self.read_min < 1:
+                raise SpecError(f"policy {self.kind}: read_min must be >= 1")
+
+    @property
+    def racluster(self) -> int:
+        return max(1, self.maxphys // self.bsize)
+
+    @property
+    def spec(self) -> str:
+        d = DEFAULT_BSIZE[self.kind]
+        if self.kind == "fixed":
+            s = f"fixed:{self.n}"
+        else:
+            s = self.kind
+        opts = []
+        if self.bsize != d:
+            opts.append(f"bsize={self.bsize}")
+        if self.kind.startswith("freebsd"):
+            if self.maxphys != MAXPHYS:
+                opts.append(f"maxphys={self.maxphys}")
+            if self.kind == "freebsd4-cluster" and self.maxra != MAXRA_4X:
+                opts.append(f"maxra={self.maxra}")
+            if self.kind == "freebsd-cluster":
+                if self.maxra != READ_MAX:
+                    opts.append(f"read_max={self.maxra}")
+                if self.read_min != 1:
+                    opts.append(f"read_min={self.read_min}")
+        return s + "".join(":" + o for o in opts)
+
+    def __str__(self) -> str:
+        return self.spec
+
+    def param_array(self, *, ra_pages: int = 32, linux_ver: int = 0,
+                    window: int = 65536) -> np.ndarray:
+        p = np.zeros(P_LEN, np.int64)
+        p[P_KIND] = {"none": POL_NONE, "fixed": POL_FIXED, "freebsd4-cluster": POL_FREEBSD4,
+                     "freebsd-cluster": POL_FREEBSD, "linux": POL_LINUX}[self.kind]
+        p[P_BSIZE] = self.bsize
+        p[P_RACLUSTER] = self.racluster
+        p[P_MAXRA] = self.maxra
+        p[P_READMIN] = self.read_min
+        p[P_N] = self.n
+        p[P_RAPAGES] = ra_pages
+        p[P_LINUX_VER] = linux_ver
+        p[P_WINDOW] = window
+        return p
+
+
+def _int(spec: str, key: str, val: str) -> int:
+    m = re.fullmatch(r"\s*(\d+)\s*([kKmM]i?[bB]?)?\s*", val)
+    if not m:
+        raise SpecError(f"policy {spec!r}: {key} must be an integer (optionally with KiB/MiB), not {val!r}")
+    mult = {None: 1, "k": 1024, "m": 1 << 20}[m.group(2)[0].lower() if m.group(2) else None]
+    return int(m.group(1)) * mult
+
+
+def parse_policy(spec: "str | Policy") -> Policy:
+    """Parse a policy spec string (module docstring), e.g. ``fixed:8:bsize=4096``.
+
+    >>> parse_policy("freebsd-cluster").racluster
+    4
+    """
+    if isinstance(spec, Policy):
+        return spec
+    if not isinstance(spec, str) or not spec.strip():
+        raise SpecError(f"policy spec must be a non-empty string, not {spec!r}")
+    text = spec.strip()
+    parts = [p.strip() for p in re.split(r"[:,]", text) if p.strip()]
+    head = parts[0].lower()
+    rest = parts[1:]
+    if head == "fixed":
+        if not rest or "=" in rest[0]:
+            raise SpecError(f"policy {spec!r}: fixed needs a block count, e.g. fixed:8")
+        n = _int(spec, "N", rest[0])
+        base = Policy("fixed", DEFAULT_BSIZE["fixed"], n=n)
+        allowed = {"bsize"}
+        rest = rest[1:]
+    elif head == "freebsd4-cluster":
+        base = Policy(head, DEFAULT_BSIZE[head], maxra=MAXRA_4X)
+        allowed = {"bsize", "maxphys", "maxra"}
+    elif head == "freebsd-cluster":
+        base = Policy(head, DEFAULT_BSIZE[head], maxra=READ_MAX)
+        allowed = {"bsize", "maxphys", "read_max", "read_min"}
+    elif head in ("none", "linux"):
+        base = Policy(head, DEFAULT_BSIZE[head])
+        allowed = {"bsize"} if head == "none" else set()
+    else:
+        raise SpecError(f"unknown policy {head!r} in {spec!r}; valid: freebsd4-cluster, "
+                        f"freebsd-cluster, fixed:N, none, linux, auto")
+    kw: dict[str, Any] = {}
+    for p in rest:
+        key, eq, val = p.partition("=")
+        key = key.strip().lower()
+        if not eq or key not in allowed:
+            raise SpecError(f"policy {spec!r}: unknown option {p!r}; {head} takes: "
+                            f"{', '.join(sorted(allowed)) or 'no options'} (as key=value)")
+        kw["maxra" if key == "read_max" else key] = _int(spec, key, val)
+    return replace(base, **kw) if kw else base
+
+
+def registered_policies() -> list[dict[str, Any]]:
+    """Policy kinds with their grammar and defaults (for listings and docs)."""
+    return [
+        {"name": "freebsd4-cluster", "grammar": "freebsd4-cluster[:bsize=16384][:maxphys=131072][:maxra=32]",
+         "doc": "FreeBSD 4.x cluster_read: one async cluster of <= min(seqcount, maxphys/bsize) "
+                "blocks per trigger, re-armed by B_RAM (spec §3.1)"},
+        {"name": "freebsd-cluster", "grammar": "freebsd-cluster[:bsize=32768][:read_max=64][:read_min=1][:maxphys=131072]",
+         "doc": "current FreeBSD cluster_read: read ahead to min(seqcount, read_max) blocks (spec §3.2)"},
+        {"name": "fixed", "grammar": "fixed:N[:bsize=8192]",
+         "doc": "read the N blocks after the request whenever seqcount > 0"},
+        {"name": "none", "grammar": "none[:bsize=8192]", "doc": "no read-ahead (plain LRU)"},
+        {"name": "linux", "grammar": "linux", "doc": "implied by linux-* detectors (4 KiB pages)"},
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# numba step functions (not cached on their own: see module docstring)
+
+
+@njit(nogil=True, _nrt=False)
+def emit_op(ops, ctr, f, off, length, sync):
+    """Record one disk read (bytes) in the op buffer."""
+    k = ctr[C_NOPS]
+    ops[0][k] = f
+    ops[1][k] = off
+    ops[2][k] = length
+    ctr[C_NOPS] = k + 1
+    ctr[C_OPS] += 1
+    ctr[C_OP_BYTES] += length
+    if sync:
+        ctr[C_SYNC_OPS] += 1
+
+
+@njit(nogil=True, _nrt=False)
+def op_bytes(start, nblk, bsize, eof_bytes):
+    """Bytes a read of blocks [start, start+nblk) transfers (clipped at EOF when known)."""
+    off = start * bsize
+    ln = nblk * bsize
+    if eof_bytes >= 0 and off + ln > eof_bytes:
+        ln = eof_bytes - off
+        if ln < bsize:  # a partial last block is still read whole by the file system
+            ln = bsize if eof_bytes > off else 0
+    return ln
+
+
+@njit(nogil=True, _nrt=False)
+def insert_block(c, f, b, stamp, d_lo, d_hi, ram, ctr, req):
+    """Insert non-resident block b of file f read by request ``stamp``.
+
+    Blocks of the request's own demand range [d_lo, d_hi] are demand reads; any other block is
+    read-ahead (prefetch-marked, counted). Returns the entry.
+    """
+    fl = 0
+    if b < d_lo or b > d_hi:
+        fl = C.F_PF
+        ctr[C_PREFETCHED] += 1
+        req[R_PF] += 1
+    if ram:
+        fl |= C.F_RAM
+    return C.insert(c, C.make_key(f, b), fl, stamp)
+
+
+@njit(nogil=True, _nrt=False)
+def cluster(c, f, start, maxn, sync, stamp, d_lo, d_hi, eof_blk, bsize, eof_bytes, ctr, req, ops):
+    """``cluster_rbuild``: read the run of non-resident blocks from ``start`` (at most ``maxn``,
+    stopping at a resident block or EOF) as one disk read. The last block gets the read-ahead
+    mark, and for a synchronous (demand) cluster the second one too. Returns blocks read."""
+    n = 0
+    while n < maxn:
+        b = start + n
+        if eof_blk >= 0 and b >= eof_blk:
+            break
+        if C.lookup(c, C.make_key(f, b)) >= 0:
+            break
+        n += 1
+    if n == 0:
+        return 0
+    for k in range(n):
+        ram = k == n - 1 or (sync and k == 1)
+        insert_block(c, f, start + k, stamp, d_lo, d_hi, ram, ctr, req)
+    emit_op(ops, ctr, f, start * bsize, op_bytes(start, n, bsize, eof_bytes), sync)
+    return n
+
+
+@njit(nogil=True, _nrt=False)
+def read_range(c, f, start, n, mark, stamp, d_lo, d_hi, eof_blk, bsize, eof_bytes, ctr, req, ops,
+               sync):
+    """Read every non-resident block of [start, start+n) (Linux ``ra_submit``), one disk read
+    per contiguous run; block ``mark`` gets the read-ahead mark if newly read. Returns blocks
+    read."""
+    total = 0
+    run = -1
+    for k in range(n):
+        b = start + k
+        if eof_blk >= 0 and b >= eof_blk:
+            break
+        if C.lookup(c, C.make_key(f, b)) >= 0:
+            if run >= 0:
+                emit_op(ops, ctr, f, run * bsize, op_bytes(run, b - run, bsize, eof_bytes), sync)
+                run = -1
+            continue
+        insert_block(c, f, b, stamp, d_lo, d_hi, b == mark, ctr, req)
+        total += 1
+        if run < 0:
+            run = b
+    if run >= 0:
+        end = start + n
+        if eof_blk >= 0 and end > eof_blk:
+            end = eof_blk
+        emit_op(ops, ctr, f, run * bsize, op_bytes(run, end - run, bsize, eof_bytes), sync)
+    return total
+
+
+@njit(nogil=True, _nrt=False)
+def account_demand(c, f, d_lo, d_hi, fs, ctr, req):
+    """Classify the request's demand blocks before anything is read: a block resident now is
+    a hit, any other a miss with its cause (``evicted`` if it is a ghost of an unused
+    read-ahead block, else the file's unrecovered disruption, else ``short``)."""
+    for b in range(d_lo, d_hi + 1):
+        e = C.find(c, C.make_key(f, b))
+        if e >= 0 and (c.flags[e] & C.F_GHOST) == 0:
+            ctr[C_HITS] += 1
+            req[R_HIT] += 1
+            continue
+        if e >= 0:
+            cause = CAUSE_EVICTED
+        elif fs[f, FS_DISRUPT] != 0:
+            cause = fs[f, FS_DISRUPT]
+        else:
+            cause = CAUSE_SHORT
+        ctr[C_MISSES] += 1
+        ctr[C_LOST + cause - 1] += 1
+        req[R_MISS] += 1
+        if req[R_CAUSE] == 0:
+            req[R_CAUSE] = cause
+
+
+@njit(nogil=True, _nrt=False)
+def demand_use(c, e, ctr):
+    """A demand read reaches resident entry ``e``: LRU touch, first use of read-ahead."""
+    if C.use(c, e):
+        ctr[C_USED] += 1
+    C.touch(c, e)
+
+
+@njit(nogil=True, _nrt=False)
+def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, ops):
+    """One READ through ``ffs_read`` → ``cluster_read`` per block (spec §3.1 / §3.2).
+
+    Demand accounting (hits, misses, causes) is done beforehand by :func:`account_demand`."""
+    bsize = pol[P_BSIZE]
+    racluster = pol[P_RACLUSTER]
+    v4 = pol[P_KIND] == POL_FREEBSD4
+    d_lo = off // bsize
+    d_hi = (off + cnt - 1) // bsize
+    eof_blk = -1
+    if eof_bytes >= 0:
+        eof_blk = (eof_bytes + bsize - 1) // bsize
+    end = off + cnt
+    for lbn0 in range(d_lo, d_hi + 1):
+        pos = lbn0 * bsize
+        if pos < off:
+            pos = off
+        totread = end - pos  # uio_resid at this cluster_read call
+        lbn = lbn0
+        orig = lbn0
+        key = C.make_key(f, lbn)
+        e = C.lookup(c, key)
+        if v4:
+            maxra = 2 * racluster + totread // bsize
+            if maxra > pol[P_MAXRA]:
+                maxra = pol[P_MAXRA]
+        else:
+            maxra = seq
+            if maxra > pol[P_MAXRA]:
+                maxra = pol[P_MAXRA]
+            if eof_blk >= 0 and (lbn + maxra + 1) * bsize > eof_bytes:
+                maxra = eof_bytes // bsize - lbn
+        if e >= 0:
+            demand_use(c, e, ctr)
+            if seq == 0 or (c.flags[e] & C.F_RAM) == 0:
+                continue
+            c.flags[e] &= ~np.uint8(C.F_RAM)
+            i = 1
+            while i < maxra:
+                e2 = C.lookup(c, C.make_key(f, lbn + i))
+                if e2 < 0:
+                    break
+                if i % racluster == racluster - 1 or i == maxra - 1:
+                    c.flags[e2] |= np.uint8(C.F_RAM)
+                i += 1
+            if i >= maxra:
+                continue
+            lbn = lbn + i
+        else:
+            tr = totread
+            if not v4 and tr < pol[P_READMIN] * bsize:
+                tr = pol[P_READMIN] * bsize
+            if eof_bytes >= 0 and tr > eof_bytes - lbn * bsize:
+                tr = eof_bytes - lbn * bsize
+            nblks = 1
+            if tr > bsize:
+                nblks = (tr + bsize - 1) // bsize
+                if nblks > racluster:
+                    nblks = racluster
+            built = cluster(c, f, lbn, nblks, True, stamp, d_lo, d_hi, eof_blk, bsize,
+                            eof_bytes, ctr, req, ops)
+            if built == 0:  # only past a known EOF, which the driver clips requests to
+                built = 1
+            e = C.lookup(c, key)
+            if e >= 0:  # (a cache smaller than the cluster may already have evicted it)
+                demand_use(c, e, ctr)
+            lbn += built
+        # read-ahead
+        if v4:
+            if seq > 0 and lbn < orig + seq:
+                if eof_blk >= 0 and (lbn + 1) * bsize > eof_bytes:
+                    continue
+                n = (cnt + bsize - 1) // bsize
+                if n < seq:
+                    n = seq
+                if n > racluster:
+                    n = racluster
+                cluster(c, f, lbn, n, False, stamp, d_lo, d_hi, eof_blk, bsize, eof_bytes,
+                        ctr, req, ops)
+        else:
+            while lbn < orig + maxra:
+                if eof_blk >= 0 and lbn >= eof_blk:
+                    break
+                built = cluster(c, f, lbn, racluster, False, stamp, d_lo, d_hi, eof_blk,
+                                bsize, eof_bytes, ctr, req, ops)
+                lbn += built if built > 0 else 1
+
+
+@njit(nogil=True, _nrt=False)
+def simple_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, ops):
+    """``none`` and ``fixed:N``: demand blocks (one disk read per missing run), then for
+    ``fixed:N`` with seqcount > 0 the N blocks after the request."""
+    bsize = pol[P_BSIZE]
+    d_lo = off // bsize
+    d_hi = (off + cnt - 1) // bsize
+    eof_blk = -1
+    if eof_bytes >= 0:
+        eof_blk = (eof_bytes + bsize - 1) // bsize
+    run = -1
+    for b in range(d_lo, d_hi + 1):
+        e = C.lookup(c, C.make_key(f, b))
+        if e >= 0:
+            if run >= 0:
+                emit_op(ops, ctr, f, run * bsize, op_bytes(run, b - run, bsize, eof_bytes), True)
+                run = -1
+            demand_use(c, e, ctr)
+        else:
+            e = insert_block(c, f, b, stamp, d_lo, d_hi, False, ctr, req)
+            demand_use(c, e, ctr)
+            if run < 0:
+                run = b
+    if run >= 0:
+        emit_op(ops, ctr, f, run * bsize, op_bytes(run, d_hi + 1 - run, bsize, eof_bytes), True)
+    if pol[P_KIND] == POL_FIXED and seq > 0 and pol[P_N] > 0:
+        read_range(c, f, d_hi + 1, pol[P_N], -1, stamp, d_lo, d_hi, eof_blk, bsize, eof_bytes,
+                   ctr, req, ops, False)
+
+
+def max_ops_per_request(pol: np.ndarray, max_blocks: int) -> int:
+    """An upper bound on the disk reads one request of ``max_blocks`` demand blocks issues."""
+    kind = int(pol[P_KIND])
+    if kind == POL_LINUX:
+        return max_blocks * (4 * int(pol[P_RAPAGES]) + 4) + 8
+    if kind in (POL_FREEBSD4, POL_FREEBSD):
+        return max_blocks * (int(pol[P_MAXRA]) + 3) + 8
+    return max_blocks + int(pol[P_N]) + 8
+
+
+# --------------------------------------------------------------------------------------------
+# per-request driver pieces shared by every policy (and the Linux detectors)
+
+
+@njit(nogil=True, _nrt=False)
+def begin_request(f, off, cnt, fresh, pol, eof_bytes, fs, ctr, req):
+    """Clip the request at EOF (as ``nfsrv_read`` does), classify it against the file's
+    previous request and return the effective byte count.
+
+    Class (kept in ``req[R_CLASS]``; any non-zero class becomes the file's *disruption*, the
+    cause blamed for its misses until a request of the file is served without a miss):
+    ``cold`` (first READ of the file), ``ejected`` (the table slot was recycled since the
+    file's last READ), sequential (offset == end of the previous READ), ``reordered`` (within
+    ``pol[P_WINDOW]`` bytes of it), else ``nonsequential``."""
+    for k in range(R_LEN):
+        req[k] = 0
+    ctr[C_REQUESTS] += 1
+    if eof_bytes >= 0:
+        if off >= eof_bytes:
+            cnt = 0
+        elif off + cnt > eof_bytes:
+            cnt = eof_bytes - off
+    if cnt <= 0:
+        ctr[C_ZERO] += 1
+        return 0
+    nxt = fs[f, FS_NEXT]
+    if nxt < 0:
+        cls = CAUSE_COLD
+    elif fresh:
+        cls = CAUSE_EJECTED
+    elif off == nxt:
+        cls = 0
+    elif abs(off - nxt) <= pol[P_WINDOW]:
+        cls = CAUSE_REORDERED
+    else:
+        cls = CAUSE_NONSEQUENTIAL
+    if cls != 0:
+        fs[f, FS_DISRUPT] = cls
+    req[R_CLASS] = cls
+    ctr[C_DEMAND_BYTES] += cnt
+    return cnt
+
+
+@njit(nogil=True, _nrt=False)
+def end_request(f, off, cnt, fs, req):
+    if cnt > 0:
+        if req[R_MISS] == 0:
+            fs[f, FS_DISRUPT] = 0  # read-ahead has caught up with this file
+        fs[f, FS_NEXT] = off + cnt
+
+
+@njit(nogil=True, _nrt=False)
+def serve_request(c, f, off, cnt, seq, fresh, stamp, pol, eof_bytes, fs, ctr, req, ops):
+    """One READ under a FreeBSD, ``fixed`` or ``none`` policy, given the detector's seqcount."""
+    cnt = begin_request(f, off, cnt, fresh, pol, eof_bytes, fs, ctr, req)
+    if cnt > 0:
+        bsize = pol[P_BSIZE]
+        d_lo = off // bsize
+        d_hi = (off + cnt - 1) // bsize
+        ctr[C_DEMAND] += d_hi - d_lo + 1
+        account_demand(c, f, d_lo, d_hi, fs, ctr, req)
+        kind = pol[P_KIND]
+        if kind == POL_FREEBSD4 or kind == POL_FREEBSD:
+            freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, ops)
+        else:
+            simple_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, ops)
+    end_request(f, off, cnt, fs, req)

@@ -1,0 +1,557 @@
+"""Replay: a read stream through table + detector + read-ahead policy + buffer cache + disk.
+
+For every READ, in server order (spec/heuristics.md §6.1), one fused numba loop does:
+
+1. the **table model** picks the file's slot (``seqheur.tables.table_lookup``); a fresh slot
+   is ``reset`` by the detector; the **detector** ``update`` gives the seqcount;
+2. the request is clipped at end of file and **classified** against the file's previous READ
+   (cold, ejected, sequential, reordered, nonsequential; :func:`readahead.begin_request`);
+3. its demand blocks are **accounted** before anything is read: a block resident now is a hit,
+   any other a miss with a cause (below);
+4. the **read-ahead policy** (:mod:`seqheur.readahead`; for Linux detectors the detector
+   itself, :mod:`seqheur.heuristics.linux`) reads demand and read-ahead blocks into the
+   **cache** (:mod:`seqheur.cache`) and records every disk read it issues;
+5. the issued disk reads go, in batches, to the **disk-time model**
+   (:mod:`seqheur.disk.model`), whose head and drive-cache state carry over between batches.
+
+**Causes** — every demand miss gets exactly one (so ``sum(lost_*) == misses``):
+``evicted`` (the block was read ahead and evicted unused before this use), otherwise the
+file's last *disruption* that read-ahead has not yet recovered from: ``cold`` (first READs of
+the file), ``ejected`` (the file's table slot was recycled since its last READ),
+``reordered`` (offset within ``reorder_window`` bytes of the end of the previous READ),
+``nonsequential`` (further away); a file recovers when one of its READs is served without a
+miss. A miss of a file with no pending disruption is ``short``: the access was sequential but
+read-ahead did not reach far enough (still ramping up, or requests larger than the window).
+
+**Metrics** (summary keys of DESIGN.md, plus more): ``hits + misses == demand_blocks``;
+``prefetched == prefetch_used + prefetch_wasted`` where wasted = evicted unused
+(``prefetch_evicted``) + still unused at the end (``prefetch_unused_at_end``);
+``coverage = prefetch_used / (prefetch_used + misses)`` (share of the misses without
+read-ahead that read-ahead removed), ``accuracy = prefetch_used / prefetched`` (null when
+nothing was prefetched); ``throughput_mbps`` = bytes the clients asked for / disk seconds
+(10^6 bytes; null without a profile or disk time).
+
+**Chunks.** All state (table, detector slots, cache, per-file history, disk head and
+segments, counters) lives in arrays held by a :class:`Replayer`; ``feed`` any number of
+streams that share one file numbering (``ReadStream.slice``) and the result equals a single
+replay of their concatenation. :func:`replay_chunks` does that for an iterable.
+
+The loop is generated per detector with :func:`seqheur.heuristics._kernel.specialize` and
+cached on disk, keyed by the sources of every module it inlines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import pyarrow as pa
+
+from . import cache as C
+from . import readahead as R
+from .errors import SeqheurError, SpecError
+from .streams import ReadStream
+
+DEFAULT_CACHE = "256MiB"
+DEFAULT_PROFILE = "ide-7200"
+DEFAULT_REORDER_WINDOW = 65536  # Ellard & Seltzer's SlowDown window, "within 64k" (paper §6.2)
+_STEP = 1 << 22  # requests per progress step
+_OPS_CAP = 1 << 20  # disk reads buffered before they go to the disk model
+
+SUMMARY_KEYS = (
+    "detector", "table", "policy", "cache", "profile", "requests", "demand_blocks", "hits",
+    "misses", "prefetched", "prefetch_used", "prefetch_wasted", "coverage", "accuracy",
+    "table_ejections", "lost_ejected", "lost_reordered", "lost_nonsequential", "lost_cold",
+    "lost_evicted", "disk_ops", "disk_seconds", "throughput_mbps",
+)
+
+_FREEBSD_TEMPLATE = '''
+# deps __DEPS__
+from numba import njit
+from seqheur.tables import table_lookup
+from seqheur.readahead import (serve_request, C_NOPS, C_FRESH, C_EJECTIONS, P_BSIZE, R_PF,
+                               R_HIT, R_MISS, R_CAUSE)
+
+
+@njit(cache=__CACHE__, nogil=True, _nrt=False)
+def run(file, offset, count, time_ns, lo, hi, base, tab, state, params, pol, c, fs, fsize, ctr,
+        req, ops, room, x, keep, out_seq, out_fresh, out_pf, out_hit, out_miss, out_cause):
+    bsize = pol[P_BSIZE]
+    for i in range(lo, hi):
+        off = offset[i]
+        cnt = count[i]
+        if ctr[C_NOPS] + ((cnt + bsize - 1) // bsize + 2) * room[1] + 8 > room[0]:
+            return i
+        f = file[i]
+        slot, fresh, prev = table_lookup(tab, f)
+        row = state[slot]
+        if fresh:
+            ctr[C_FRESH] += 1
+            if prev >= 0:
+                ctr[C_EJECTIONS] += 1
+            _reset(row, params, off, cnt, time_ns[i])
+        seq = _update(row, params, off, cnt, time_ns[i])
+        serve_request(c, f, off, cnt, seq, fresh, base + i, pol, fsize[f], fs, ctr, req, ops)
+        if keep:
+            out_seq[i] = seq
+            out_fresh[i] = fresh
+            out_pf[i] = req[R_PF]
+            out_hit[i] = req[R_HIT]
+            out_miss[i] = req[R_MISS]
+            out_cause[i] = req[R_CAUSE]
+    return hi
+'''
+
+_LINUX_TEMPLATE = '''
+# deps __DEPS__
+from numba import njit
+from seqheur.tables import table_lookup
+from seqheur.readahead import C_NOPS, C_FRESH, C_EJECTIONS, P_BSIZE, R_PF, R_HIT, R_MISS, R_CAUSE
+from seqheur.heuristics.linux import serve_linux
+
+
+@njit(cache=__CACHE__, nogil=True, _nrt=False)
+def run(file, offset, count, time_ns, lo, hi, base, tab, state, params, pol, c, fs, fsize, ctr,
+        req, ops, room, x, keep, out_seq, out_fresh, out_pf, out_hit, out_miss, out_cause):
+    bsize = pol[P_BSIZE]
+    for i in range(lo, hi):
+        off = offset[i]
+        cnt = count[i]
+        if ctr[C_NOPS] + ((cnt + bsize - 1) // bsize + 2) * room[1] + 8 > room[0]:
+            return i
+        f = file[i]
+        slot, fresh, prev = table_lookup(tab, f)
+        row = state[slot]
+        if fresh:
+            ctr[C_FRESH] += 1
+            if prev >= 0:
+                ctr[C_EJECTIONS] += 1
+            _reset(row, params, off, cnt, time_ns[i])
+        seq = serve_linux(c, f, row, off, cnt, fresh, base + i, pol, fsize[f], fs, ctr, req, ops,
+                          x)
+        if keep:
+            out_seq[i] = seq
+            out_fresh[i] = fresh
+            out_pf[i] = req[R_PF]
+            out_hit[i] = req[R_HIT]
+            out_miss[i] = req[R_MISS]
+            out_cause[i] = req[R_CAUSE]
+    return hi
+'''
+
+_LOOPS: dict[tuple[str, str, int], Any] = {}
+
+
+def _deps_digest() -> str:
+    """Digest of every module the replay loop inlines (numba's cache does not track them)."""
+    from .heuristics import linux
+
+    h = hashlib.sha256()
+    for mod_file in (C.__file__, R.__file__, linux.__file__, __file__):
+        h.update(Path(mod_file).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _loop(info: Any, is_linux: bool) -> Any:
+    from .heuristics._kernel import specialize
+
+    key = (info.name, "linux" if is_linux else "det", id(info.update))
+    loop = _LOOPS.get(key)
+    if loop is None:
+        template = (_LINUX_TEMPLATE if is_linux else _FREEBSD_TEMPLATE).replace("__DEPS__", _deps_digest())
+        bindings = {"_reset": info.reset} if is_linux else {"_reset": info.reset, "_update": info.update}
+        loop = specialize(template, bindings, f"replay_{info.name}")
+        _LOOPS[key] = loop
+    return loop
+
+
+# --------------------------------------------------------------------------------------------
+# result
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """What a replay produced.
+
+    ``summary``: a one-row polars DataFrame with DESIGN.md's keys (and more), so results of a
+    sweep concatenate. ``requests``: per-request polars DataFrame (``file``, ``offset``,
+    ``count``, ``seqcount``, ``slot_fresh``, ``prefetch_blocks``, ``hit_blocks``,
+    ``miss_blocks``, ``cause``), or None when not kept.
+    """
+
+    summary: Any
+    requests: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary row as a plain dict (JSON-ready: NaN/inf become None)."""
+        row = self.summary.row(0, named=True)
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                for k, v in row.items()}
+
+    def to_json(self) -> str:
+        """The summary row as a JSON object (the ``--json`` output)."""
+        return json.dumps(self.to_dict(), indent=2)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.to_dict()[key]
+
+    def write(self, path: str | os.PathLike[str]) -> Path:
+        """Write the per-request table to Parquet (atomically), the summary in its metadata."""
+        from .io import write_parquet
+
+        if self.requests is None:
+            raise SeqheurError("this replay kept no per-request columns (per_request=False)")
+        table = self.requests.to_arrow()
+        meta = dict(table.schema.metadata or {})
+        meta[b"seqheur.replay.summary"] = self.to_json().encode()
+        return write_parquet(table.replace_schema_metadata(meta), path)
+
+
+# --------------------------------------------------------------------------------------------
+# the replayer (all state, chunk by chunk)
+
+
+def _resolve_policy(policy: Any, det_name: str) -> R.Policy:
+    is_linux = det_name.startswith("linux")
+    if policy is None or (isinstance(policy, str) and policy.strip().lower() == "auto"):
+        if is_linux:
+            return R.parse_policy("linux")
+        return R.parse_policy("freebsd-cluster" if det_name == "freebsd" else "freebsd4-cluster")
+    pol = R.parse_policy(policy)
+    if is_linux and pol.kind != "linux":
+        raise SpecError(f"detector {det_name} decides its own read-ahead: use policy 'linux' or "
+                        f"'auto', not {pol.spec!r}")
+    if not is_linux and pol.kind == "linux":
+        raise SpecError(f"policy 'linux' goes with a linux-* detector, not {det_name!r}")
+    return pol
+
+
+def observed_file_sizes(stream: ReadStream) -> np.ndarray:
+    """Per-file size estimate: the largest ``offset + count`` the stream reads (int64[F])."""
+    sizes = np.zeros(stream.n_files, np.int64)
+    if len(stream):
+        np.maximum.at(sizes, stream.file.astype(np.int64),
+                      stream.offset.astype(np.int64) + stream.count.astype(np.int64))
+    return sizes
+
+
+class Replayer:
+    """Replay state carried across chunks of one trace (see module docstring).
+
+    ``file_ids``: the trace's file ids (uint64, one per dense file index; every chunk must use
+    this numbering). ``file_sizes``: bytes per file; read-ahead stops at a file's end and the
+    disk model lays files out with these sizes. ``None``: no end-of-file clipping, and the disk
+    layout uses the largest offset read so far is not possible in chunks, so ``None`` requires
+    ``profile=None``.
+    """
+
+    def __init__(self, file_ids: np.ndarray, *, detector: Any = "freebsd4",
+                 table: Any = "freebsd4", policy: Any = "auto", cache: Any = DEFAULT_CACHE,
+                 profile: Any = DEFAULT_PROFILE, file_sizes: np.ndarray | None = None,
+                 reorder_window: int = DEFAULT_REORDER_WINDOW, layout: Any = None,
+                 drive_cache: bool = True, per_request: bool = True) -> None:
+        from .detect import make_state
+        from .heuristics.registry import parse_detector
+        from .tables import parse_table
+
+        self.spec = parse_detector(detector)
+        self.model = parse_table(table)
+        self.policy = _resolve_policy(policy, self.spec.name)
+        self.is_linux = self.policy.kind == "linux"
+        self.cache_bytes = C.parse_size(cache)
+        self.cache_text = cache if isinstance(cache, str) else f"{self.cache_bytes}B"
+        if reorder_window < 0:
+            raise SeqheurError(f"reorder_window must be >= 0, not {reorder_window}")
+        self.reorder_window = int(reorder_window)
+        self.file_ids = np.asarray(file_ids, dtype=np.uint64)
+        nf = len(self.file_ids)
+        if nf >= C.MAX_FILES:
+            raise SeqheurError(f"{nf} files: the cache model keys at most {C.MAX_FILES - 1}")
+        self.tab, self.state, self.params = make_state(self.spec, self.model, self.file_ids)
+        ra_pages = 32
+        linux_ver = 0
+        if self.is_linux:
+            ra_pages = self.spec.params.ra_pages
+            linux_ver = 1 if self.spec.name == "linux-3.12" else 0
+        self.pol = self.policy.param_array(ra_pages=ra_pages, linux_ver=linux_ver,
+                                           window=self.reorder_window)
+        self.cache = C.new_cache(self.cache_bytes, self.policy.bsize)
+        self.fs = np.zeros((max(nf, 1), R.FS_LEN), np.int64)
+        self.fs[:, R.FS_NEXT] = -1
+        if file_sizes is None:
+            self.fsize = np.full(max(nf, 1), -1, np.int64)
+        else:
+            fsz = np.asarray(file_sizes, dtype=np.int64)
+            if fsz.shape != (nf,):
+                raise SeqheurError(f"file_sizes has {fsz.size} entries for {nf} files")
+            self.fsize = np.concatenate([fsz, np.full(max(nf, 1) - nf, -1, np.int64)])
+        self.ctr = np.zeros(R.C_LEN, np.int64)
+        self.req = np.zeros(R.R_LEN, np.int64)
+        self.x = np.zeros(8, np.int64)
+        per_blk = R.max_ops_per_request(self.pol, 1)
+        self.room = np.array([_OPS_CAP, per_blk], np.int64)
+        self.ops = tuple(np.zeros(_OPS_CAP, np.int64) for _ in range(3))
+        self.profile_name: str | None = None
+        self.disk = None
+        self.disk_seconds = 0.0
+        self.disk_positionings = 0
+        self.disk_hits = 0
+        if profile is not None:
+            from .disk.model import DiskModel, Layout
+
+            if file_sizes is None:
+                raise SeqheurError("the disk model needs file sizes to lay files out: pass "
+                                   "file_sizes (or profile=None)")
+            self.disk = DiskModel.from_profile(profile, layout if layout is not None else Layout(),
+                                               drive_cache=drive_cache)
+            self.profile_name = self.disk.profile.name if hasattr(self.disk.profile, "name") else str(profile)
+            self.place = self.disk.place(np.maximum(self.fsize[:nf], 1))
+            self.dstate = self.disk.new_state()
+        self.per_request = per_request
+        self._parts: list[dict[str, np.ndarray]] = []
+        self._loop = _loop(self.spec.info, self.is_linux)
+        self.base = 0
+
+    # -- feeding ------------------------------------------------------------------------------
+
+    def feed(self, stream: ReadStream, progress: Any = None) -> None:
+        """Replay the next chunk of the trace."""
+        nf = len(self.file_ids)
+        if stream.n_files != nf or (nf and not np.array_equal(stream.file_ids, self.file_ids)):
+            raise SeqheurError("every chunk must share the first chunk's file numbering "
+                               "(use ReadStream.slice)")
+        n = len(stream)
+        file = np.ascontiguousarray(stream.file, dtype=np.int32)
+        offset = np.ascontiguousarray(stream.offset, dtype=np.int64)
+        count = np.ascontiguousarray(stream.count, dtype=np.int32)
+        time_ns = np.ascontiguousarray(stream.time_ns, dtype=np.int64)
+        if n and (offset.min() < 0 or count.min() < 0):
+            raise SeqheurError("negative offset or count in the stream")
+        if n:
+            need = (int(count.max()) // int(self.policy.bsize) + 3) * int(self.room[1]) + 16
+            if need > self.room[0]:  # one huge request must fit the op buffer
+                cap = 1 << int(need * 2 - 1).bit_length()
+                self._flush()
+                self.room[0] = cap
+                self.ops = tuple(np.zeros(cap, np.int64) for _ in range(3))
+        keep = self.per_request
+        m = n if keep else 0
+        out = {"seqcount": np.zeros(m, np.int16), "slot_fresh": np.zeros(m, np.bool_),
+               "prefetch_blocks": np.zeros(m, np.int32), "hit_blocks": np.zeros(m, np.int32),
+               "miss_blocks": np.zeros(m, np.int32), "cause": np.zeros(m, np.int8)}
+        lo = 0
+        while lo < n:
+            hi = min(n, lo + _STEP)
+            i = lo
+            while i < hi:
+                i = self._loop(file, offset, count, time_ns, i, hi, self.base, self.tab,
+                               self.state, self.params, self.pol, self.cache, self.fs,
+                               self.fsize, self.ctr, self.req, self.ops, self.room, self.x, keep,
+                               out["seqcount"], out["slot_fresh"], out["prefetch_blocks"],
+                               out["hit_blocks"], out["miss_blocks"], out["cause"])
+                self._flush()
+            if progress is not None:
+                progress(hi - lo)
+            lo = hi
+        self.base += n
+        if keep:
+            out["file"] = file
+            out["offset"] = offset
+            out["count"] = count
+            self._parts.append(out)
+
+    def _flush(self) -> None:
+        k = int(self.ctr[R.C_NOPS])
+        if k == 0:
+            return
+        if self.disk is not None:
+            res = self.disk.service(self.ops[0][:k], self.ops[1][:k], self.ops[2][:k],
+                                    self.place, self.dstate)
+            self.disk_seconds += res.total_seconds
+            self.disk_positionings += res.positionings
+            self.disk_hits += res.hits
+        self.ctr[R.C_NOPS] = 0
+
+    # -- results ------------------------------------------------------------------------------
+
+    def summary(self) -> dict[str, Any]:
+        self._flush()
+        ctr = self.ctr
+        meta = self.cache.meta
+        used = int(ctr[R.C_USED])
+        prefetched = int(ctr[R.C_PREFETCHED])
+        evicted_unused = int(meta[C.M_EVICT_UNUSED])
+        unused_end = int(meta[C.M_PF_RESIDENT])
+        misses = int(ctr[R.C_MISSES])
+        demand_bytes = int(ctr[R.C_DEMAND_BYTES])
+        disk_s = self.disk_seconds if self.disk is not None else float("nan")
+        out: dict[str, Any] = {
+            "detector": self.spec.spec,
+            "table": self.model.spec,
+            "policy": self.policy.spec,
+            "cache": self.cache_text,
+            "profile": self.profile_name,
+            "requests": int(ctr[R.C_REQUESTS]),
+            "demand_blocks": int(ctr[R.C_DEMAND]),
+            "hits": int(ctr[R.C_HITS]),
+            "misses": misses,
+            "prefetched": prefetched,
+            "prefetch_used": used,
+            "prefetch_wasted": evicted_unused + unused_end,
+            "coverage": used / (used + misses) if used + misses else float("nan"),
+            "accuracy": used / prefetched if prefetched else float("nan"),
+            "table_ejections": int(ctr[R.C_EJECTIONS]),
+        }
+        for k, name in enumerate(R.CAUSES):
+            out[f"lost_{name}"] = int(ctr[R.C_LOST + k])
+        out.update({
+            "disk_ops": int(ctr[R.C_OPS]),
+            "disk_seconds": disk_s,
+            "throughput_mbps": (demand_bytes / 1e6 / disk_s
+                                if self.disk is not None and disk_s > 0 else float("nan")),
+            # more keys
+            "block_size": int(self.policy.bsize),
+            "cache_bytes": self.cache_bytes,
+            "files": len(self.file_ids),
+            "demand_bytes": demand_bytes,
+            "zero_length_requests": int(ctr[R.C_ZERO]),
+            "prefetch_evicted": evicted_unused,
+            "prefetch_unused_at_end": unused_end,
+            "table_fresh": int(ctr[R.C_FRESH]),
+            "disk_sync_ops": int(ctr[R.C_SYNC_OPS]),
+            "disk_bytes": int(ctr[R.C_OP_BYTES]),
+            "disk_positionings": self.disk_positionings if self.disk is not None else None,
+            "disk_cache_hits": self.disk_hits if self.disk is not None else None,
+            "reorder_window": self.reorder_window,
+            "hit_ratio": int(ctr[R.C_HITS]) / int(ctr[R.C_DEMAND]) if ctr[R.C_DEMAND] else float("nan"),
+        })
+        return out
+
+    def result(self) -> ReplayResult:
+        import polars as pl
+
+        summ = self.summary()
+        schema = {k: (pl.Float64 if isinstance(v, float) else pl.Utf8 if isinstance(v, str) or v is None
+                      else pl.Int64) for k, v in summ.items()}
+        for k in ("profile",):
+            schema[k] = pl.Utf8
+        for k in ("disk_positionings", "disk_cache_hits"):
+            schema[k] = pl.Int64
+        summary = pl.DataFrame([summ], schema=schema)
+        requests = None
+        if self.per_request:
+            requests = _requests_frame(self._parts)
+        return ReplayResult(summary, requests)
+
+
+def _requests_frame(parts: list[dict[str, np.ndarray]]) -> Any:
+    import polars as pl
+
+    def cat(name: str, dtype: Any) -> np.ndarray:
+        if not parts:
+            return np.zeros(0, dtype)
+        return np.concatenate([p[name] for p in parts]).astype(dtype, copy=False)
+
+    codes = cat("cause", np.int8)
+    cause = pl.Series("cause", codes).replace_strict(
+        {k + 1: name for k, name in enumerate(R.CAUSES)}, default=None,
+        return_dtype=pl.Enum(list(R.CAUSES)))
+    return pl.DataFrame({
+        "file": cat("file", np.int32),
+        "offset": cat("offset", np.int64),
+        "count": cat("count", np.int32),
+        "seqcount": cat("seqcount", np.int16),
+        "slot_fresh": cat("slot_fresh", np.bool_),
+        "prefetch_blocks": cat("prefetch_blocks", np.int32),
+        "hit_blocks": cat("hit_blocks", np.int32),
+        "miss_blocks": cat("miss_blocks", np.int32),
+        "cause": cause,
+    })
+
+
+# --------------------------------------------------------------------------------------------
+# public API
+
+
+def _as_stream(obj: Any) -> ReadStream:
+    if isinstance(obj, ReadStream):
+        return obj
+    from .streams import reads
+
+    if isinstance(obj, (str, os.PathLike)):
+        obj = read_request_table(obj)
+    if isinstance(obj, pa.Table) or hasattr(obj, "to_arrow"):
+        return reads(obj)
+    raise SeqheurError(f"replay needs a ReadStream, a request table or a trace path, not {type(obj).__name__}")
+
+
+def read_request_table(path: str | os.PathLike[str]) -> pa.Table:
+    """A request table from any trace format (``seqheur.ingest.read_trace``)."""
+    from .ingest import read_trace
+
+    table, _ = read_trace(path)
+    return table
+
+
+def replay(stream_or_table: Any, detector: Any = "freebsd4", table: Any = "freebsd4",
+           policy: Any = "auto", cache: Any = DEFAULT_CACHE, profile: Any = DEFAULT_PROFILE, *,
+           file_sizes: Any = "observed", reorder_window: int = DEFAULT_REORDER_WINDOW,
+           layout: Any = None, drive_cache: bool = True, per_request: bool = True,
+           progress: bool = False) -> ReplayResult:
+    """Replay a trace and score its read-ahead (see the module docstring).
+
+    ``stream_or_table``: a ReadStream, a request table (Arrow/polars) or a trace path.
+    ``detector``/``table``/``policy``: spec strings (``seqheur detectors``, ``seqheur tables``,
+    :func:`seqheur.readahead.parse_policy`; policy ``auto`` picks by detector). ``cache``: bytes
+    or a size like ``"256MiB"``. ``profile``: a bundled DiskProfile name, a JSON path, a
+    DiskProfile, or None (no disk time). ``file_sizes``: ``"observed"`` (largest offset+count
+    read per file), an int64 array per dense file index, or None (no end-of-file clipping; needs
+    ``profile=None``).
+
+    >>> r = replay(ReadStream.from_arrays([0] * 8, range(0, 65536, 8192), 8192), "always",
+    ...            "ideal", "fixed:1", profile=None)
+    >>> r["misses"]
+    1
+    """
+    stream = _as_stream(stream_or_table)
+    sizes = observed_file_sizes(stream) if isinstance(file_sizes, str) and file_sizes == "observed" else file_sizes
+    if isinstance(sizes, str):
+        raise SeqheurError(f"file_sizes must be 'observed', an array or None, not {file_sizes!r}")
+    rp = Replayer(stream.file_ids, detector=detector, table=table, policy=policy, cache=cache,
+                  profile=profile, file_sizes=sizes, reorder_window=reorder_window,
+                  layout=layout, drive_cache=drive_cache, per_request=per_request)
+    if progress and len(stream) > _STEP:
+        from rich.progress import Progress
+
+        with Progress(transient=True) as bar:
+            task = bar.add_task(f"replay {rp.spec.spec}", total=len(stream))
+            rp.feed(stream, progress=lambda k: bar.advance(task, k))
+    else:
+        rp.feed(stream)
+    return rp.result()
+
+
+def replay_chunks(chunks: Iterable[ReadStream], detector: Any = "freebsd4",
+                  table: Any = "freebsd4", policy: Any = "auto", cache: Any = DEFAULT_CACHE,
+                  profile: Any = DEFAULT_PROFILE, *, file_sizes: np.ndarray | None = None,
+                  reorder_window: int = DEFAULT_REORDER_WINDOW, layout: Any = None,
+                  drive_cache: bool = True, per_request: bool = True) -> ReplayResult:
+    """Replay consecutive chunks of one trace; equal to :func:`replay` of their concatenation
+    given the same ``file_sizes`` (chunks must share the file numbering)."""
+    rp: Replayer | None = None
+    for chunk in chunks:
+        if rp is None:
+            rp = Replayer(chunk.file_ids, detector=detector, table=table, policy=policy,
+                          cache=cache, profile=profile, file_sizes=file_sizes,
+                          reorder_window=reorder_window, layout=layout,
+                          drive_cache=drive_cache, per_request=per_request)
+        rp.feed(chunk)
+    if rp is None:
+        raise SeqheurError("replay_chunks got no chunks")
+    return rp.result()
