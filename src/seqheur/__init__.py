@@ -37,6 +37,9 @@ _API: dict[str, str] = {
     "registered_profiles": "disk.profile:registered_profiles",
     "DiskModel": "disk.model:DiskModel",
     "DiskLayout": "disk.model:Layout",
+    "run_bench": "disk.bench:run_bench",
+    "BenchConfig": "disk.bench:BenchConfig",
+    "plot_profile": "disk.plot:plot_profile",
     # workloads
     "workloads": "workloads",
     # detectors and table models
