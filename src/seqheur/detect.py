@@ -24,8 +24,8 @@ class DetectResult:
     """Per-request ``seqcount`` (int16) and ``slot_fresh`` (bool), plus table counters.
 
     ``fresh``: requests whose slot was (re)allocated; ``ejections``: fresh slots taken from
-    another file; ``cold``: fresh slots of files seen for the first time (never ejected, only
-    new); ``fresh - cold`` are re-allocations of files that had lost their slot.
+    another file; ``cold``: fresh slots of files seen for the first time (a cold slot may still
+    eject another file); ``fresh - cold`` are re-allocations of files that lost their slot.
     """
 
     detector: str
