@@ -114,3 +114,32 @@ def test_raparms_mru_buckets_by_hand() -> None:
 def test_ideal_never_ejects() -> None:
     tab, out = _run(IdealTable(), 5, [3, 1, 3, 4, 1, 0])
     assert out == [(3, 1, -1), (1, 1, -1), (3, 0, -1), (4, 1, -1), (1, 0, -1), (0, 1, -1)]
+
+
+# ---- against the plain-Python transcription of the spec (heuristics/_reference.py)
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import seqheur  # noqa: E402
+from seqheur.heuristics._reference import freebsd4_ref  # noqa: E402
+from seqheur.streams import ReadStream  # noqa: E402
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data(), size=st.sampled_from([1, 3, 8, 64, 1017]), probes=st.integers(1, 6),
+       slowdown=st.booleans())
+def test_kernel_matches_python_reference(data, size: int, probes: int, slowdown: bool) -> None:
+    n = data.draw(st.integers(1, 150))
+    files = data.draw(st.lists(st.integers(0, 20), min_size=n, max_size=n))
+    offs = data.draw(st.lists(st.sampled_from([0, 8192, 16384, 24576, 1 << 20, 70000]),
+                              min_size=n, max_size=n))
+    counts = data.draw(st.lists(st.sampled_from([0, 8192, 100]), min_size=n, max_size=n))
+    s = ReadStream.from_arrays(files, offs, counts)
+    model = NfsheurTable(size, probes, "uniform", seed=11)
+    h0 = model.make_state(s.file_ids)[4][s.file]
+    ref_seq, ref_fresh = freebsd4_ref(s.file.tolist(), h0.tolist(), offs, counts, size, probes,
+                                      65536 if slowdown else None)
+    r = seqheur.detect(s, "slowdown" if slowdown else "freebsd4", model)
+    assert r.seqcount.tolist() == ref_seq
+    assert r.slot_fresh.tolist() == ref_fresh
