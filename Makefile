@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.installed
 DEMO    := demo-out
 PYTEST  := $(BIN)/python -m pytest
 
-.PHONY: demo test test-slow test-oracle test-lab test-dist test-all bench bench-quick lab venv clean
+.PHONY: demo test test-slow test-oracle test-lab test-dist test-all bench bench-quick lab lab-deps venv clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -51,6 +51,30 @@ bench: $(BENCH_STAMP)
 
 bench-quick: $(BENCH_STAMP)
 	$(BIN)/python bench/run.py --quick
+
+# The capture lab (root): Debian packages, the lab's C clients, and the real captures in traces/.
+LAB_PKGS   := nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils libnfs-dev tcpdump tshark gcc \
+              iproute2 util-linux fuse3 libfuse3-dev pkg-config
+LAB_TRACES := demo-v3 seq-v4 stride4-v3 random-v3 interleave4-v3 fuse-seq-ra128k-v3 \
+              fuse-stride-ra1m-v3 fuse-random-ra1m-v3
+
+lab-deps:
+	@missing=$$(for p in $(LAB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections 2>/dev/null; \
+	  apt-get -o DPkg::Lock::Timeout=600 update -qq; \
+	  for try in 1 2 3; do \
+	    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+	      --no-install-recommends $$missing >/dev/null && break; \
+	    echo "apt-get install failed (try $$try; another apt run?), retrying"; sleep 10; \
+	  done; \
+	fi
+
+lab: $(STAMP) lab-deps
+	$(BIN)/python -c 'from seqheur.lab.build import build_clients; print(build_clients())'
+	rm -f traces/*.pcap.gz traces/*.manifest.json
+	$(BIN)/seqheur lab run $(LAB_TRACES) -o traces/
+	$(BIN)/python -m seqheur.lab.readme traces/
 
 clean:
 	rm -rf $(DEMO) bench/work .pytest_cache

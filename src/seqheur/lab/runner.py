@@ -272,7 +272,7 @@ def run(names: Sequence[str], out_dir: str | os.PathLike[str],
     problems = check_environment(scenarios)
     if problems:
         raise LabError("the capture lab cannot run here: " + "; ".join(problems))
-    out = Path(out_dir)
+    out = Path(out_dir).resolve()  # ganesha and the namespace step need absolute paths
     out.mkdir(parents=True, exist_ok=True)
     binaries = build_clients()
     versions = tool_versions()
