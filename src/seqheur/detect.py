@@ -76,12 +76,14 @@ def detect(stream: ReadStream, detector: str | DetectorSpec = "freebsd4",
     out_seq = np.empty(n, dtype=np.int16)
     out_fresh = np.empty(n, dtype=np.bool_)
     counters = np.zeros(4, dtype=np.int64)
+    seen = np.zeros(max(stream.n_files, 1), dtype=np.uint8)
     if n:
-        run_detect_loop(spec.info, _c(stream.file, np.int32), _c(stream.offset, np.int64), _c(stream.count, np.int32),
-             _c(stream.time_ns, np.int64), tab, state, params, out_seq, out_fresh, counters)
-    cold = int(np.count_nonzero(np.bincount(stream.file, minlength=stream.n_files))) if n else 0
+        run_detect_loop(spec.info, int(tab[0][0]), _c(stream.file, np.int32),
+                        _c(stream.offset, np.int64), _c(stream.count, np.int32),
+                        _c(stream.time_ns, np.int64), tab, state, params, out_seq, out_fresh,
+                        counters, seen)
     return DetectResult(spec.spec, model.spec, out_seq, out_fresh, int(counters[0]),
-                        int(counters[1]), cold, stream.n_files)
+                        int(counters[1]), int(counters[2]), stream.n_files)
 
 
 def _c(a: np.ndarray, dtype: Any) -> np.ndarray:

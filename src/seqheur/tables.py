@@ -38,6 +38,11 @@ returns ``tab``, a tuple of five int64 arrays ``(cfg, slot_file, use, order, h0)
 ``fresh`` is 1 when the slot was (re)allocated and ``prev_file`` is the file whose state was
 ejected (-1 if the slot was empty or not fresh). ``slot`` indexes the detector state array
 (``state[slot]``, ``model.n_slots(n_files)`` rows). ``table_lookup`` mutates ``tab``.
+For speed, a loop over one table kind can call the kind's own lookup with the ``cfg`` scalars
+hoisted out of the loop (what :mod:`seqheur.heuristics._kernel` does):
+``nfsheur_lookup(slot_file, use, h0, n, probes, use_init, use_inc, use_max, f)``,
+``raparms_lookup(slot_file, order, h0, per_bucket, f)``, ``ideal_lookup(slot_file, f)``.
+All are compiled with ``_nrt=False``; call them from ``_nrt=False`` code (see _kernel).
 """
 
 from __future__ import annotations
@@ -297,65 +302,83 @@ def registered_tables() -> list[dict[str, Any]]:
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def table_lookup(tab: tuple, f: int) -> tuple[int, int, int]:
-    """(slot, fresh, prev_file) of dense file ``f``; mutates the table state ``tab``."""
-    cfg = tab[0]
-    slot_file = tab[1]
-    kind = cfg[0]
-    if kind == KIND_NFSHEUR:
-        use = tab[2]
-        n = cfg[1]
-        i = tab[4][f]
-        best = i
-        for _ in range(cfg[2]):
-            if slot_file[i] == f:
-                best = i
-                break
-            # every slot passed over loses one use point before the next is compared
-            if use[i] > 0:
-                use[i] -= 1
-            i += 1
-            if i == n:
-                i = 0
-            if use[i] < use[best]:  # strict: the earliest minimum wins
-                best = i
-        fresh = 0
-        prev = -1
-        if slot_file[best] != f:
-            fresh = 1
-            prev = slot_file[best]
-            slot_file[best] = f
-            use[best] = cfg[5]
-        u = use[best] + cfg[6]
-        use[best] = u if u < cfg[7] else cfg[7]
-        return best, fresh, prev
-    if kind == KIND_RAPARMS:
-        order = tab[3]
-        per = cfg[3]
-        base = tab[4][f] * per
-        pos = per - 1  # miss: the last idle entry of the MRU list
-        found = False
-        for k in range(per):
-            if slot_file[order[base + k]] == f:
-                pos = k
-                found = True
-                break
-        s = order[base + pos]
-        fresh = 0
-        prev = -1
-        if not found:
-            fresh = 1
-            prev = slot_file[s]
-            slot_file[s] = f
-        for k in range(pos, 0, -1):  # move to the head (MRU)
-            order[base + k] = order[base + k - 1]
-        order[base] = s
-        return s, fresh, prev
-    # ideal
+def nfsheur_lookup(slot_file, use, h0, n, probes, use_init, use_inc, use_max, f):
+    """§1.4 lookup of file ``f``: (slot, fresh, prev_file). Scalars are passed separately so a
+    calling loop can keep them in registers."""
+    i = h0[f]
+    if slot_file[i] == f:
+        # found at the start slot: the loop below would break at once without decaying
+        u = use[i] + use_inc
+        use[i] = u if u < use_max else use_max
+        return i, 0, -1
+    best = i
+    for _ in range(probes):
+        if slot_file[i] == f:
+            best = i
+            break
+        # every slot passed over loses one use point before the next is compared
+        if use[i] > 0:
+            use[i] -= 1
+        i += 1
+        if i == n:
+            i = 0
+        if use[i] < use[best]:  # strict: the earliest minimum wins
+            best = i
+    fresh = 0
+    prev = -1
+    if slot_file[best] != f:
+        fresh = 1
+        prev = slot_file[best]
+        slot_file[best] = f
+        use[best] = use_init
+    u = use[best] + use_inc
+    use[best] = u if u < use_max else use_max
+    return best, fresh, prev
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def raparms_lookup(slot_file, order, h0, per, f):
+    """§4.9 lookup of file ``f`` in its MRU bucket: (slot, fresh, prev_file)."""
+    base = h0[f] * per
+    pos = per - 1  # miss: the last idle entry of the MRU list
+    found = False
+    for k in range(per):
+        if slot_file[order[base + k]] == f:
+            pos = k
+            found = True
+            break
+    s = order[base + pos]
+    fresh = 0
+    prev = -1
+    if not found:
+        fresh = 1
+        prev = slot_file[s]
+        slot_file[s] = f
+    for k in range(pos, 0, -1):  # move to the head (MRU)
+        order[base + k] = order[base + k - 1]
+    order[base] = s
+    return s, fresh, prev
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def ideal_lookup(slot_file, f):
+    """One slot per file: (f, fresh on first sight, -1)."""
     if slot_file[f] != f:
         slot_file[f] = f
         return f, 1, -1
     return f, 0, -1
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def table_lookup(tab, f):
+    """(slot, fresh, prev_file) of dense file ``f``; mutates the table state ``tab``."""
+    cfg = tab[0]
+    kind = cfg[0]
+    if kind == KIND_NFSHEUR:
+        return nfsheur_lookup(tab[1], tab[2], tab[4], cfg[1], cfg[2], cfg[5], cfg[6], cfg[7], f)
+    if kind == KIND_RAPARMS:
+        return raparms_lookup(tab[1], tab[3], tab[4], cfg[3], f)
+    return ideal_lookup(tab[1], f)
 
 
 def table_fields(model: TableModel) -> list[str]:

@@ -56,21 +56,15 @@ def update(state, params, offset, count, time_ns):
         return seq
     resid = (count + 3) & ~3
     nextoff = state[NEXTOFF]
-    if (offset == 0 and seq > 0) or offset == nextoff:
-        seq = seq + (resid + params[2] - 1) // params[2]
-        if seq > params[3]:
-            seq = params[3]
-    else:
-        d = offset - nextoff
-        if d < 0:
-            d = -d
-        io = params[0] if params[0] > resid else resid
-        if d <= params[1] * io:
-            pass
-        elif seq > 1:
-            seq = seq // 2
-        else:
-            seq = 0
+    # selects instead of branches (reordered READs make branches unpredictable)
+    inc = seq + (resid + params[2] - 1) // params[2]
+    inc = inc if inc < params[3] else params[3]
+    d = offset - nextoff
+    d = d if d >= 0 else -d
+    io = params[0] if params[0] > resid else resid
+    other = seq if d <= params[1] * io else (seq // 2 if seq > 1 else 0)
+    sequential = ((offset == 0) & (seq > 0)) | (offset == nextoff)
+    seq = inc if sequential else other
     state[SEQ] = seq
     state[NEXTOFF] = offset + count
     return seq

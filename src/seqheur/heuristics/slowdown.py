@@ -44,18 +44,15 @@ def reset(state, params, offset, count, time_ns):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def step(seq, nextoff, offset, window, seqmax):
-    """The SlowDown rule on (seqcount, nextoff); returns the new seqcount (cursor reuses it)."""
-    if (offset == 0 and seq > 0) or offset == nextoff:
-        seq = seq + 1
-        if seq > seqmax:
-            seq = seqmax
-    else:
-        d = offset - nextoff
-        if d < 0:
-            d = -d
-        if d > window:
-            seq = seq // 2
-    return seq
+    """The SlowDown rule on (seqcount, nextoff); returns the new seqcount (cursor reuses it).
+    Selects instead of branches (reordering makes branches unpredictable)."""
+    inc = seq + 1
+    inc = inc if inc < seqmax else seqmax
+    d = offset - nextoff
+    d = d if d >= 0 else -d
+    other = seq if d <= window else seq // 2
+    sequential = ((offset == 0) & (seq > 0)) | (offset == nextoff)
+    return inc if sequential else other
 
 
 @njit(cache=True, nogil=True, _nrt=False)
