@@ -43,7 +43,9 @@ def compare(trace: Path, detectors: str, tables: str, profile: str, cache: str,
     if as_json:
         echo_json(res.summary.to_dicts())
         return
-    _print_summary(res.summary, [c for c in SUMMARY_COLUMNS if c in res.summary.columns][:12])
+    _print_summary(res.summary, [c for c in ("detector", "table", "throughput_mbps", "coverage",
+                                             "accuracy", "misses", "prefetch_wasted",
+                                             "table_ejections") if c in res.summary.columns])
     click.echo(f"report: {res.html}")
 
 
@@ -51,7 +53,7 @@ def _print_summary(df, cols) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    t = Table()
+    t = Table(show_edge=False)
     for c in cols:
         t.add_column(c, justify="left" if c in ("detector", "table") else "right")
     for r in df.select(cols).iter_rows():

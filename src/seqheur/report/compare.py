@@ -82,7 +82,7 @@ def compare(trace, detectors: str | Sequence[str] = ("freebsd4", "slowdown", "cu
             row = res.summary.to_dicts()[0]
             row["detector"], row["table"] = d, t  # as the user wrote them
             rows.append(row)
-            per_request[(d, t)] = _per_request(res)
+            per_request[(d, t)] = _per_request(res, stream)
             bar.advance()
     summary = pl.DataFrame(rows, infer_schema_length=None)
     figs: dict[str, Path] = {}
@@ -140,13 +140,14 @@ def compare(trace, detectors: str | Sequence[str] = ("freebsd4", "slowdown", "cu
     return CompareResult(summary, figs, html_path, st.summary)
 
 
-def _per_request(result) -> dict[str, np.ndarray]:
-    """seqcount and table-ejection flags per request, from a ReplayResult."""
+def _per_request(result, stream) -> dict[str, np.ndarray]:
+    """seqcount per request, and whether the request found its file's slot recycled (a table
+    ejection: a fresh slot for a file already seen)."""
     req = result.requests
-    sc = np.asarray(req["seqcount"])
-    fresh = np.asarray(req["slot_fresh"]).astype(bool)
-    if "ejected" in getattr(req, "columns", ()):
-        ejected = np.asarray(req["ejected"]).astype(bool)
-    else:
-        ejected = fresh.copy()
-    return {"seqcount": sc, "ejected": ejected}
+    sc = req["seqcount"].to_numpy()
+    fresh = req["slot_fresh"].to_numpy().astype(bool)
+    first = np.zeros(len(stream), bool)
+    if len(stream):
+        _, idx = np.unique(stream.file, return_index=True)
+        first[idx] = True
+    return {"seqcount": sc, "ejected": fresh & ~first}
