@@ -206,11 +206,14 @@ def load_plugins(sources: "list[str] | tuple[str, ...]" = ()) -> list[str]:
             if not path.is_file():
                 raise SpecError(f"plug-in {src}: no such file")
             modname = "seqheur_plugin_" + "".join(c if c.isalnum() else "_" for c in path.stem)
+            import sys
+
+            loaded = sys.modules.get(modname)
+            if loaded is not None and Path(getattr(loaded, "__file__", "")).resolve() == path.resolve():
+                continue  # already imported (and registered) in this process
             spec = importlib.util.spec_from_file_location(modname, path)
             if spec is None or spec.loader is None:
                 raise SpecError(f"plug-in {src}: cannot be imported")
-            import sys
-
             mod = importlib.util.module_from_spec(spec)
             sys.modules[modname] = mod
             spec.loader.exec_module(mod)
