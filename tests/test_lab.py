@@ -29,16 +29,21 @@ SCENARIOS = ["smoke-v3", "smoke-v4", "fuse-smoke-v3"]
 LAB_COMMS = {"ganesha.nfsd", "rpcbind", "tcpdump", "loadgen", "fusebridge", "unshare"}
 
 
-def _lab_processes() -> set[tuple[int, str]]:
-    """(pid, comm) of every process on the machine named like something the lab starts."""
+def _lab_processes(marker: Path) -> set[tuple[int, str]]:
+    """(pid, comm) of every process whose command line names ``marker`` (the test's output
+    directory: every process a lab run starts, except rpcbind, has a path below it on its
+    command line; rpcbind is covered by the PID records). Other lab runs on the same machine
+    use other directories, so they cannot disturb this check."""
     out = set()
+    needle = str(marker).encode()
     for d in Path("/proc").iterdir():
-        if d.name.isdigit():
+        if d.name.isdigit() and int(d.name) != os.getpid():
             try:
+                cmdline = (d / "cmdline").read_bytes()
                 comm = (d / "comm").read_text().strip()
             except OSError:
                 continue
-            if comm in LAB_COMMS:
+            if needle in cmdline and comm in LAB_COMMS | {"python", "python3"}:
                 out.add((int(d.name), comm))
     return out
 
@@ -48,12 +53,14 @@ def _lab_mounts() -> list[str]:
             if "seqheur-lab" in line or "nfsbridge" in line]
 
 
-def _assert_nothing_left(before: set[tuple[int, str]], records: list[dict], out: Path) -> None:
+def _assert_nothing_left(records: list[dict], out: Path, work_kept: bool = False) -> None:
+    assert records, "the run recorded no processes"
     for rec in records:
         assert not is_running(rec["pid"], rec["starttime"]), f"stray process {rec}"
-    assert _lab_processes() - before == set()
+    assert _lab_processes(out) == set()
     assert _lab_mounts() == []
-    assert not list(out.glob(".lab-work-*")), "work directory left behind"
+    if not work_kept:
+        assert not list(out.glob(".lab-work-*")), "work directory left behind"
 
 
 @pytest.fixture(scope="module")
@@ -67,10 +74,19 @@ def lab_env() -> None:
 
 @pytest.fixture(scope="module")
 def captured(lab_env, tmp_path_factory):
+    """The smoke scenarios, captured through the CLI verb (`seqheur lab run ... --json`)."""
+    from click.testing import CliRunner
+
+    from seqheur.cli import cli
+
     out = tmp_path_factory.mktemp("lab")
-    before = _lab_processes()
-    manifests = run(SCENARIOS, out, RunOptions(timeout=120))
-    return out, before, {m["scenario"]["name"]: m for m in manifests}
+    res = CliRunner().invoke(cli, ["lab", "run", *SCENARIOS, "-o", str(out), "--timeout", "120",
+                                   "--json"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.output)
+    assert [r["scenario"] for r in rows] == SCENARIOS and all(r["ok"] for r in rows)
+    manifests = {n: json.loads((out / f"{n}.manifest.json").read_text()) for n in SCENARIOS}
+    return out, manifests
 
 
 def _tshark_reads(pcap: Path, version: int) -> list[tuple[str, int, int]]:
@@ -98,7 +114,7 @@ def _tshark_reads(pcap: Path, version: int) -> list[tuple[str, int, int]]:
 
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_capture_equals_manifest(captured, name):
-    out, _, manifests = captured
+    out, manifests = captured
     man = manifests[name]
     scen = get(name)
     pcap = out / man["pcap"]["file"]
@@ -137,7 +153,7 @@ def test_seqheur_pcap_reader_agrees(captured):
         from seqheur.ingest.pcap import read_pcap
     except ImportError as exc:
         pytest.skip(f"seqheur's pcap reader is not available yet ({exc})")
-    out, _, manifests = captured
+    out, manifests = captured
     for name, man in manifests.items():
         res = read_pcap(out / man["pcap"]["file"])
         table = res[0] if isinstance(res, tuple) else res
@@ -153,40 +169,43 @@ def test_seqheur_pcap_reader_agrees(captured):
 
 
 def test_nothing_left_running_or_mounted(captured):
-    out, before, manifests = captured
+    out, manifests = captured
     for man in manifests.values():
         names = {p["name"] for p in man["processes"]}
         assert {"rpcbind", "ganesha.nfsd", "tcpdump"} <= names
-        _assert_nothing_left(before, man["processes"], out)
+        _assert_nothing_left(man["processes"], out)
 
 
 def test_failure_stops_everything(lab_env, tmp_path):
     """Clients cut off by the timeout: the run fails, and still nothing is left behind."""
-    before = _lab_processes()
     with pytest.raises(LabError, match="exited with"):
         run(["seq16-v3"], tmp_path, RunOptions(timeout=0.0))
     kept = list(tmp_path.glob(".lab-work-*/seq16-v3/result.json"))
     assert len(kept) == 1
     result = json.loads(kept[0].read_text())
-    _assert_nothing_left(before, result["processes"], tmp_path / "no-such-dir")
+    _assert_nothing_left(result["processes"], tmp_path, work_kept=True)
 
 
 def test_interrupt_stops_everything(lab_env, tmp_path):
     """SIGINT to a running `lab run` (as Ctrl-C would): every process it started is stopped."""
-    before = _lab_processes()
-    code = (f"from seqheur.lab import run, RunOptions; "
-            f"run(['seq16-v3'], {str(tmp_path)!r}, RunOptions())")
+    # A scenario whose client runs for seconds, so the signal lands while it reads.
+    code = ("from seqheur.lab import run, Scenario, Reader\n"
+            "from seqheur.lab.data import ExportFile\n"
+            "slow = Scenario('slow-v3', 'many small random READs, one at a time', 3,\n"
+            "                (ExportFile('t1m_0.bin', 1 << 20),),\n"
+            "                (Reader('random', ('t1m_0.bin',), 512, reads=200000),))\n"
+            f"run([slow], {str(tmp_path)!r})\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
-    while not any(c == "loadgen" for _, c in _lab_processes() - before):
+    while not any(c == "loadgen" for _, c in _lab_processes(tmp_path)):
         assert proc.poll() is None, proc.stderr.read().decode()
         assert time.monotonic() < deadline, "the lab never started its clients"
         time.sleep(0.01)
     os.kill(proc.pid, signal.SIGINT)
     proc.wait(60)
     assert proc.returncode != 0
-    results = list(tmp_path.glob(".lab-work-*/seq16-v3/result.json"))
+    results = list(tmp_path.glob(".lab-work-*/slow-v3/result.json"))
     assert len(results) == 1
     result = json.loads(results[0].read_text())
     assert any("interrupted" in e for e in result["errors"]), result["errors"]
-    _assert_nothing_left(before, result["processes"], tmp_path / "no-such-dir")
+    _assert_nothing_left(result["processes"], tmp_path, work_kept=True)

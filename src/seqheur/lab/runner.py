@@ -263,10 +263,11 @@ def run_scenario(scenario: Scenario, out_dir: Path, work: Path, export: Path,
     return man
 
 
-def run(names: Sequence[str], out_dir: str | os.PathLike[str],
+def run(names: Sequence[str | Scenario], out_dir: str | os.PathLike[str],
         options: RunOptions = RunOptions()) -> list[dict[str, Any]]:
-    """Capture each named scenario into ``out_dir`` (NAME.pcap.gz + NAME.manifest.json)."""
-    scenarios = [get(n) for n in names]
+    """Capture each scenario (a registered name or a :class:`Scenario` made by the caller) into
+    ``out_dir`` (NAME.pcap.gz + NAME.manifest.json); return the manifests."""
+    scenarios = [n if isinstance(n, Scenario) else get(n) for n in names]
     if not scenarios:
         raise LabError("no scenario given (see `seqheur lab list`)")
     problems = check_environment(scenarios)
