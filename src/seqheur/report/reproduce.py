@@ -59,7 +59,7 @@ def reproduce_ellard2003(out_dir: str | Path, quick: bool = False) -> ReproduceR
             xlabel="concurrent readers", ylabel="MB/s (disk model)", logx=True)
         sub = strides.filter(strides["profile"] == prof)
         ref = {f"paper: {det}": (list(E.TABLE1[(prof, det)].keys()), list(E.TABLE1[(prof, det)].values()))
-               for det in ("freebsd4", "cursor")}
+               for det in ("freebsd4", E.CURSOR)}
         figs[f"stride-{prof}"] = F.lines_by(
             "stride", "throughput_mbps", sub, ["detector"], out / f"stride-{prof}.png",
             title=f"Stride readers of a 256 MB file ({prof}) — cf. Table 1", xlabel="stride",
