@@ -24,6 +24,8 @@ _API: dict[str, str] = {
     "read_trace": "ingest:read_trace",
     "read_table": "ingest.generic:read_table",
     "read_csv": "ingest.generic:read_csv",
+    "read_pcap": "ingest.pcap:read_pcap",
+    "scan_pcap": "ingest.pcap:scan_pcap",
     "read_nfsdump": "ingest.nfsdump:read_nfsdump",
     "scan_nfsdump": "ingest.nfsdump:scan_nfsdump",
     "export_nfsdump": "export:export_nfsdump",
@@ -55,6 +57,13 @@ _API: dict[str, str] = {
     "registered_tables": "tables:registered_tables",
     "table_lookup": "tables:table_lookup",
     "SpecError": "errors:SpecError",
+    # replay and scoring
+    "replay": "replay:replay",
+    "replay_chunks": "replay:replay_chunks",
+    "Replayer": "replay:Replayer",
+    "ReplayResult": "replay:ReplayResult",
+    "parse_policy": "readahead:parse_policy",
+    "Policy": "readahead:Policy",
 }
 
 
