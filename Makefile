@@ -72,8 +72,11 @@ lab-deps:
 
 lab: $(STAMP) lab-deps
 	$(BIN)/python -c 'from seqheur.lab.build import build_clients; print(build_clients())'
+	rm -rf traces/.lab-new
+	$(BIN)/seqheur lab run $(LAB_TRACES) -o traces/.lab-new
 	rm -f traces/*.pcap.gz traces/*.manifest.json
-	$(BIN)/seqheur lab run $(LAB_TRACES) -o traces/
+	mv traces/.lab-new/*.pcap.gz traces/.lab-new/*.manifest.json traces/
+	rmdir traces/.lab-new
 	$(BIN)/python -m seqheur.lab.readme traces/
 
 clean:

@@ -67,6 +67,12 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
     timings = result["timings"]
     t_start = time.monotonic()
     bridge = None
+    handles: list[Any] = []  # stderr files of the processes started here
+
+    def err_file(name: str) -> Any:
+        handles.append(open(work / name, "w"))
+        return handles[-1]
+
     try:
         result["network"] = _network()
         # A private /run: rpcbind's socket and state never touch the host's.
@@ -87,7 +93,7 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
             mnt.mkdir(parents=True, exist_ok=True)
             bridge = procs.start("fusebridge", [
                 plan["fusebridge"], "127.0.0.1", EXPORT, str(plan["version"]), plan["bridge_log"],
-                str(mnt)], stdout=subprocess.DEVNULL, stderr=open(work / "fusebridge.err", "w"))
+                str(mnt)], stdout=subprocess.DEVNULL, stderr=err_file("fusebridge.err"))
             if wait_until(lambda: _mounted(mnt) or bridge.popen.poll() is not None, 20) is None \
                     or bridge.popen.poll() is not None:
                 raise LabError(f"FUSE bridge did not mount: "
@@ -98,7 +104,7 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
             result["read_ahead_kb"] = int(ra_path.read_text())
             result["bdi"] = dev
             for i, reader in enumerate(plan["readers"]):
-                err = open(work / f"client{i}.err", "w")
+                err = err_file(f"client{i}.err")
                 clients.append(procs.start(f"reader{i}", [
                     plan["python"], "-m", "seqheur.lab.reader", json.dumps(reader["spec"]),
                     str(mnt), reader["log"]], stdout=subprocess.DEVNULL, stderr=err,
@@ -111,7 +117,7 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
                         "-d", str(spec["depth"]), "-k", str(spec["streams"]),
                         "-n", str(spec["reads"]), "-S", str(spec["seed"]), "-l", reader["log"],
                         *spec["files"]]
-                err = open(work / f"client{i}.err", "w")
+                err = err_file(f"client{i}.err")
                 clients.append(procs.start(f"loadgen{i}", argv, stdout=subprocess.DEVNULL,
                                            stderr=err))
         deadline = time.monotonic() + plan["timeout"]
@@ -153,6 +159,8 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
         if bridge is not None and bridge.popen.poll() is None:
             Processes.stop(bridge)
         procs.stop_all()
+        for handle in handles:
+            handle.close()
         timings["stop_s"] = time.monotonic() - t0
         timings["total_s"] = time.monotonic() - t_start
         result["processes"] = procs.records()
