@@ -34,6 +34,7 @@ from .errors import SeqheurError
 F_PF = 1  # brought in by read-ahead, not yet used by a demand read
 F_RAM = 2  # read-ahead mark (FreeBSD B_RAM / Linux PG_readahead)
 F_GHOST = 4  # evicted while F_PF was set; key kept for cause attribution only
+F_WASGHOST = 8  # re-read while a ghost: the replay blames the pending demand miss on eviction
 
 # meta words
 M_CAP = 0  # resident capacity (blocks)
@@ -308,11 +309,13 @@ def insert(c: CacheState, key: int, flags: int, stamp: int) -> int:
 
 @njit(cache=True, nogil=True, _nrt=False)
 def use(c: CacheState, e: int) -> bool:
-    """First demand use of resident entry ``e``: clears F_PF; True if it was prefetched."""
+    """First demand use of resident entry ``e``: clears F_PF (and F_WASGHOST); True if it was
+    prefetched."""
     if (c.flags[e] & F_PF) != 0:
-        c.flags[e] &= ~np.uint8(F_PF)
+        c.flags[e] &= ~np.uint8(F_PF | F_WASGHOST)
         c.meta[M_PF_RESIDENT] -= 1
         return True
+    c.flags[e] &= ~np.uint8(F_WASGHOST)
     return False
 
 

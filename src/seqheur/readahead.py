@@ -16,7 +16,8 @@ Spec strings (``parse_policy``), with the block size each models by default:
 ``freebsd-cluster[:bsize=32768][:read_max=64][:read_min=1][:maxphys=131072]``
     Current FreeBSD ``cluster_read`` (§3.2). Block default 32 KiB (current newfs default).
     Read-ahead extends to ``maxra = min(seqcount, read_max)`` blocks past the demand block,
-    issued as clusters of ``racluster`` blocks; seqcount 0 or 1 reads nothing ahead; a hit
+    issued as clusters of ``racluster`` blocks; seqcount 0 or 1 reads nothing ahead (except
+    that a demand miss always reads at least ``read_min`` blocks, as the kernel does); a hit
     re-triggers only on a block with ``B_RAM``.
 ``fixed:N[:bsize=8192]``
     Reads the N blocks after the request whenever the detector's seqcount is > 0 (no marks,
@@ -295,13 +296,16 @@ def insert_block(c, f, b, stamp, d_lo, d_hi, ram, ctr, req):
     read-ahead (prefetch-marked, counted). Returns the entry.
     """
     fl = 0
+    key = C.make_key(f, b)
     if b < d_lo or b > d_hi:
         fl = C.F_PF
         ctr[C_PREFETCHED] += 1
         req[R_PF] += 1
+    elif C.find(c, key) >= 0:  # a ghost: this demand block's miss is an eviction's fault
+        fl = C.F_WASGHOST
     if ram:
         fl |= C.F_RAM
-    return C.insert(c, C.make_key(f, b), fl, stamp)
+    return C.insert(c, key, fl, stamp)
 
 
 @njit(nogil=True, _nrt=False)
@@ -356,32 +360,43 @@ def read_range(c, f, start, n, mark, stamp, d_lo, d_hi, eof_blk, bsize, eof_byte
 
 
 @njit(nogil=True, _nrt=False)
-def account_demand(c, f, d_lo, d_hi, fs, ctr, req):
-    """Classify the request's demand blocks before anything is read: a block resident now is
-    a hit, any other a miss with its cause (``evicted`` if it is a ghost of an unused
-    read-ahead block, else the file's unrecovered disruption, else ``short``)."""
-    for b in range(d_lo, d_hi + 1):
-        e = C.find(c, C.make_key(f, b))
-        if e >= 0 and (c.flags[e] & C.F_GHOST) == 0:
-            ctr[C_HITS] += 1
-            req[R_HIT] += 1
-            continue
-        if e >= 0:
-            cause = CAUSE_EVICTED
-        elif fs[f, FS_DISRUPT] != 0:
-            cause = fs[f, FS_DISRUPT]
-        else:
-            cause = CAUSE_SHORT
-        ctr[C_MISSES] += 1
-        ctr[C_LOST + cause - 1] += 1
-        req[R_MISS] += 1
-        if req[R_CAUSE] == 0:
-            req[R_CAUSE] = cause
+def count_miss(c, e, f, b, fs, ctr, req):
+    """Count a demand miss of block b with its cause. ``e`` is the block's entry when this
+    request has already read it (-1 when it is not resident). ``evicted`` if the block was
+    read ahead and evicted unused (a ghost, or re-read while a ghost), else the file's pending
+    disruption, else ``short``."""
+    if e >= 0:
+        ghost = (c.flags[e] & C.F_WASGHOST) != 0
+    else:
+        ghost = C.find(c, C.make_key(f, b)) >= 0
+    if ghost:
+        cause = CAUSE_EVICTED
+    elif fs[f, FS_DISRUPT] != 0:
+        cause = fs[f, FS_DISRUPT]
+    else:
+        cause = CAUSE_SHORT
+    ctr[C_MISSES] += 1
+    ctr[C_LOST + cause - 1] += 1
+    req[R_MISS] += 1
+    if req[R_CAUSE] == 0:
+        req[R_CAUSE] = cause
+
+
+@njit(nogil=True, _nrt=False)
+def visit_resident(c, e, stamp, f, b, fs, ctr, req):
+    """A demand read reaches resident entry ``e``: a hit unless this request itself read the
+    block (then it is a miss); LRU touch; first use of a read-ahead block."""
+    if c.stamp[e] == stamp:
+        count_miss(c, e, f, b, fs, ctr, req)
+    else:
+        ctr[C_HITS] += 1
+        req[R_HIT] += 1
+    demand_use(c, e, ctr)
 
 
 @njit(nogil=True, _nrt=False)
 def demand_use(c, e, ctr):
-    """A demand read reaches resident entry ``e``: LRU touch, first use of read-ahead."""
+    """LRU touch and first use of read-ahead (no hit/miss accounting)."""
     if C.use(c, e):
         ctr[C_USED] += 1
     C.touch(c, e)
@@ -391,7 +406,8 @@ def demand_use(c, e, ctr):
 def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, ops):
     """One READ through ``ffs_read`` → ``cluster_read`` per block (spec §3.1 / §3.2).
 
-    Demand accounting (hits, misses, causes) is done beforehand by :func:`account_demand`."""
+    Every demand block is accounted when the loop reaches it, in order, so that with
+    read-ahead off the cache behaves exactly like an LRU over the block trace."""
     bsize = pol[P_BSIZE]
     racluster = pol[P_RACLUSTER]
     v4 = pol[P_KIND] == POL_FREEBSD4
@@ -421,7 +437,7 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, op
             if eof_blk >= 0 and (lbn + maxra + 1) * bsize > eof_bytes:
                 maxra = eof_bytes // bsize - lbn
         if e >= 0:
-            demand_use(c, e, ctr)
+            visit_resident(c, e, stamp, f, lbn, fs, ctr, req)
             if seq == 0 or (c.flags[e] & C.F_RAM) == 0:
                 continue
             c.flags[e] &= ~np.uint8(C.F_RAM)
@@ -437,6 +453,7 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, op
                 continue
             lbn = lbn + i
         else:
+            count_miss(c, -1, f, lbn, fs, ctr, req)
             tr = totread
             if not v4 and tr < pol[P_READMIN] * bsize:
                 tr = pol[P_READMIN] * bsize
@@ -493,8 +510,9 @@ def simple_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, ops
             if run >= 0:
                 emit_op(ops, ctr, f, run * bsize, op_bytes(run, b - run, bsize, eof_bytes), True)
                 run = -1
-            demand_use(c, e, ctr)
+            visit_resident(c, e, stamp, f, b, fs, ctr, req)
         else:
+            count_miss(c, -1, f, b, fs, ctr, req)
             e = insert_block(c, f, b, stamp, d_lo, d_hi, False, ctr, req)
             demand_use(c, e, ctr)
             if run < 0:
@@ -576,7 +594,6 @@ def serve_request(c, f, off, cnt, seq, fresh, stamp, pol, eof_bytes, fs, ctr, re
         d_lo = off // bsize
         d_hi = (off + cnt - 1) // bsize
         ctr[C_DEMAND] += d_hi - d_lo + 1
-        account_demand(c, f, d_lo, d_hi, fs, ctr, req)
         kind = pol[P_KIND]
         if kind == POL_FREEBSD4 or kind == POL_FREEBSD:
             freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, ops)

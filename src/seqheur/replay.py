@@ -6,12 +6,12 @@ For every READ, in server order (spec/heuristics.md §6.1), one fused numba loop
    is ``reset`` by the detector; the **detector** ``update`` gives the seqcount;
 2. the request is clipped at end of file and **classified** against the file's previous READ
    (cold, ejected, sequential, reordered, nonsequential; :func:`readahead.begin_request`);
-3. its demand blocks are **accounted** before anything is read: a block resident now is a hit,
-   any other a miss with a cause (below);
-4. the **read-ahead policy** (:mod:`seqheur.readahead`; for Linux detectors the detector
+3. the **read-ahead policy** (:mod:`seqheur.readahead`; for Linux detectors the detector
    itself, :mod:`seqheur.heuristics.linux`) reads demand and read-ahead blocks into the
-   **cache** (:mod:`seqheur.cache`) and records every disk read it issues;
-5. the issued disk reads go, in batches, to the **disk-time model**
+   **cache** (:mod:`seqheur.cache`) and records every disk read it issues; each demand block
+   is accounted, in order, when the policy reaches it: a hit if it was resident before this
+   READ, else a miss with a cause (below) — with read-ahead off exactly an LRU;
+4. the issued disk reads go, in batches, to the **disk-time model**
    (:mod:`seqheur.disk.model`), whose head and drive-cache state carry over between batches.
 
 **Causes** — every demand miss gets exactly one (so ``sum(lost_*) == misses``):
@@ -245,17 +245,17 @@ class Replayer:
     """Replay state carried across chunks of one trace (see module docstring).
 
     ``file_ids``: the trace's file ids (uint64, one per dense file index; every chunk must use
-    this numbering). ``file_sizes``: bytes per file; read-ahead stops at a file's end and the
-    disk model lays files out with these sizes. ``None``: no end-of-file clipping, and the disk
-    layout uses the largest offset read so far is not possible in chunks, so ``None`` requires
-    ``profile=None``.
+    this numbering). ``file_sizes``: bytes per file; the disk model lays files out with these
+    sizes and (``clip_eof``) requests and read-ahead stop at a file's end. ``None``: no
+    end-of-file clipping, and no disk layout, so it requires ``profile=None``.
     """
 
     def __init__(self, file_ids: np.ndarray, *, detector: Any = "freebsd4",
                  table: Any = "freebsd4", policy: Any = "auto", cache: Any = DEFAULT_CACHE,
                  profile: Any = DEFAULT_PROFILE, file_sizes: np.ndarray | None = None,
                  reorder_window: int = DEFAULT_REORDER_WINDOW, layout: Any = None,
-                 drive_cache: bool = True, per_request: bool = True) -> None:
+                 drive_cache: bool = True, per_request: bool = True,
+                 clip_eof: bool = True) -> None:
         from .detect import make_state
         from .heuristics.registry import parse_detector
         from .tables import parse_table
@@ -284,13 +284,15 @@ class Replayer:
         self.cache = C.new_cache(self.cache_bytes, self.policy.bsize)
         self.fs = np.zeros((max(nf, 1), R.FS_LEN), np.int64)
         self.fs[:, R.FS_NEXT] = -1
-        if file_sizes is None:
-            self.fsize = np.full(max(nf, 1), -1, np.int64)
-        else:
+        self.fsize = np.full(max(nf, 1), -1, np.int64)  # -1: end of file unknown
+        self.sizes: np.ndarray | None = None
+        if file_sizes is not None:
             fsz = np.asarray(file_sizes, dtype=np.int64)
             if fsz.shape != (nf,):
                 raise SeqheurError(f"file_sizes has {fsz.size} entries for {nf} files")
-            self.fsize = np.concatenate([fsz, np.full(max(nf, 1) - nf, -1, np.int64)])
+            self.sizes = fsz
+            if clip_eof:
+                self.fsize[:nf] = fsz
         self.ctr = np.zeros(R.C_LEN, np.int64)
         self.req = np.zeros(R.R_LEN, np.int64)
         self.x = np.zeros(8, np.int64)
@@ -311,7 +313,7 @@ class Replayer:
             self.disk = DiskModel.from_profile(profile, layout if layout is not None else Layout(),
                                                drive_cache=drive_cache)
             self.profile_name = self.disk.profile.name if hasattr(self.disk.profile, "name") else str(profile)
-            self.place = self.disk.place(np.maximum(self.fsize[:nf], 1))
+            self.place = self.disk.place(np.maximum(fsz, 1))
             self.dstate = self.disk.new_state()
         self.per_request = per_request
         self._parts: list[dict[str, np.ndarray]] = []
@@ -373,7 +375,9 @@ class Replayer:
         if self.disk is not None:
             res = self.disk.service(self.ops[0][:k], self.ops[1][:k], self.ops[2][:k],
                                     self.place, self.dstate)
-            self.disk_seconds += res.total_seconds
+            # strictly sequential sum: the total must not depend on where chunks were cut
+            self.disk_seconds = float(np.cumsum(np.concatenate(([self.disk_seconds],
+                                                                res.seconds)))[-1])
             self.disk_positionings += res.positionings
             self.disk_hits += res.hits
         self.ctr[R.C_NOPS] = 0
@@ -503,7 +507,7 @@ def replay(stream_or_table: Any, detector: Any = "freebsd4", table: Any = "freeb
            policy: Any = "auto", cache: Any = DEFAULT_CACHE, profile: Any = DEFAULT_PROFILE, *,
            file_sizes: Any = "observed", reorder_window: int = DEFAULT_REORDER_WINDOW,
            layout: Any = None, drive_cache: bool = True, per_request: bool = True,
-           progress: bool = False) -> ReplayResult:
+           clip_eof: bool = True, progress: bool = False) -> ReplayResult:
     """Replay a trace and score its read-ahead (see the module docstring).
 
     ``stream_or_table``: a ReadStream, a request table (Arrow/polars) or a trace path.
@@ -512,7 +516,9 @@ def replay(stream_or_table: Any, detector: Any = "freebsd4", table: Any = "freeb
     or a size like ``"256MiB"``. ``profile``: a bundled DiskProfile name, a JSON path, a
     DiskProfile, or None (no disk time). ``file_sizes``: ``"observed"`` (largest offset+count
     read per file), an int64 array per dense file index, or None (no end-of-file clipping; needs
-    ``profile=None``).
+    ``profile=None``); they lay the files out on the disk and, with ``clip_eof``, end requests
+    and read-ahead. ``reorder_window``: bytes around the expected offset that make a READ
+    ``reordered`` rather than ``nonsequential``. ``per_request=False`` keeps only the summary.
 
     >>> r = replay(ReadStream.from_arrays([0] * 8, range(0, 65536, 8192), 8192), "always",
     ...            "ideal", "fixed:1", profile=None)
@@ -525,7 +531,8 @@ def replay(stream_or_table: Any, detector: Any = "freebsd4", table: Any = "freeb
         raise SeqheurError(f"file_sizes must be 'observed', an array or None, not {file_sizes!r}")
     rp = Replayer(stream.file_ids, detector=detector, table=table, policy=policy, cache=cache,
                   profile=profile, file_sizes=sizes, reorder_window=reorder_window,
-                  layout=layout, drive_cache=drive_cache, per_request=per_request)
+                  layout=layout, drive_cache=drive_cache, per_request=per_request,
+                  clip_eof=clip_eof)
     if progress and len(stream) > _STEP:
         from rich.progress import Progress
 
@@ -541,7 +548,8 @@ def replay_chunks(chunks: Iterable[ReadStream], detector: Any = "freebsd4",
                   table: Any = "freebsd4", policy: Any = "auto", cache: Any = DEFAULT_CACHE,
                   profile: Any = DEFAULT_PROFILE, *, file_sizes: np.ndarray | None = None,
                   reorder_window: int = DEFAULT_REORDER_WINDOW, layout: Any = None,
-                  drive_cache: bool = True, per_request: bool = True) -> ReplayResult:
+                  drive_cache: bool = True, per_request: bool = True,
+                  clip_eof: bool = True) -> ReplayResult:
     """Replay consecutive chunks of one trace; equal to :func:`replay` of their concatenation
     given the same ``file_sizes`` (chunks must share the file numbering)."""
     rp: Replayer | None = None
@@ -550,7 +558,8 @@ def replay_chunks(chunks: Iterable[ReadStream], detector: Any = "freebsd4",
             rp = Replayer(chunk.file_ids, detector=detector, table=table, policy=policy,
                           cache=cache, profile=profile, file_sizes=file_sizes,
                           reorder_window=reorder_window, layout=layout,
-                          drive_cache=drive_cache, per_request=per_request)
+                          drive_cache=drive_cache, per_request=per_request,
+                          clip_eof=clip_eof)
         rp.feed(chunk)
     if rp is None:
         raise SeqheurError("replay_chunks got no chunks")

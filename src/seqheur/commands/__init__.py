@@ -11,6 +11,7 @@ MODULES = [
     "disk",  # bench, bench plot, profiles
     "data",  # ingest, synth, stats
     "detect",  # detectors, tables, detect
+    "replay",  # replay
     "report",  # compare, reproduce, sweep
     "lab",  # lab list, lab run
 ]

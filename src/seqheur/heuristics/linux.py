@@ -10,7 +10,8 @@ read-ahead policy.
 State per table slot (a ``struct file_ra_state``, §4.1): ``[start, size, async_size,
 prev_pos, lo, hi, mark]``; ``prev_pos`` starts at -1. The per-request ``seqcount`` a Linux
 detector reports is the window size ``size`` in pages after the request (0 before any
-read-ahead), saturating at ``ra_pages`` (32 = 128 KiB by default, §4.2).
+read-ahead), capped at ``ra_pages`` (32 = 128 KiB by default, §4.2), where a long sequential
+stream saturates (a merged first submit may briefly make ``size`` up to twice that).
 
 Per READ of ``count`` bytes at ``pos`` (§4.4, buffered read path): pages ``index = pos>>12``
 up to ``last = (pos+count+4095)>>12``; for each page: not cached → synchronous
@@ -216,7 +217,7 @@ def ondemand(ctx, f, row, mx, ver, hit_marker, index, req):
 def linux_read(ctx, f, row, mx, ver, off, cnt):
     """One buffered READ (§4.4); returns the window size (the detector's seqcount)."""
     if cnt <= 0:
-        return row[L_SIZE]
+        return window(row, mx)
     index = off >> PAGE_SHIFT
     last = (off + cnt + PAGE - 1) >> PAGE_SHIFT
     for p in range(index, last):
@@ -230,7 +231,16 @@ def linux_read(ctx, f, row, mx, ver, off, cnt):
                 ondemand(ctx, f, row, mx, ver, True, p, last - p)
         else:
             c = ctx[0]
+            x = ctx[4]
             e = C.lookup(c, C.make_key(f, p))
+            if e >= 0:
+                if c.stamp[e] == x[X_STAMP]:  # read by this request already
+                    R.count_miss(c, e, f, p, ctx[5], ctx[1], ctx[2])
+                else:
+                    ctx[1][R.C_HITS] += 1
+                    ctx[2][R.R_HIT] += 1
+            else:
+                R.count_miss(c, -1, f, p, ctx[5], ctx[1], ctx[2])
             if e < 0:
                 ondemand(ctx, f, row, mx, ver, False, p, last - p)
                 e = C.lookup(c, C.make_key(f, p))
@@ -244,7 +254,14 @@ def linux_read(ctx, f, row, mx, ver, off, cnt):
             if e >= 0:
                 R.demand_use(c, e, ctx[1])
     row[L_PREV] = ((last - 1) << PAGE_SHIFT) | ((off + cnt) & (PAGE - 1))
-    return row[L_SIZE]
+    return window(row, mx)
+
+
+@njit(nogil=True, _nrt=False)
+def window(row, mx):
+    """The reported seqcount: the window size, capped at the maximum (a merged first submit
+    may briefly hold up to twice the maximum)."""
+    return row[L_SIZE] if row[L_SIZE] < mx else mx
 
 
 # --------------------------------------------------------------------------------------------
@@ -306,12 +323,11 @@ def serve_linux(c, f, row, off, cnt, fresh, stamp, pol, eof_bytes, fs, ctr, req,
         d_lo = off >> PAGE_SHIFT
         d_hi = (off + cnt - 1) >> PAGE_SHIFT
         ctr[R.C_DEMAND] += d_hi - d_lo + 1
-        R.account_demand(c, f, d_lo, d_hi, fs, ctr, req)
         x[X_STAMP] = stamp
         x[X_DLO] = d_lo
         x[X_DHI] = d_hi
         x[X_EOFBYTES] = eof_bytes
         x[X_EOFBLK] = (eof_bytes + PAGE - 1) >> PAGE_SHIFT if eof_bytes >= 0 else -1
-        linux_read((c, ctr, req, ops, x), f, row, pol[R.P_RAPAGES], pol[R.P_LINUX_VER], off, cnt)
+        linux_read((c, ctr, req, ops, x, fs), f, row, pol[R.P_RAPAGES], pol[R.P_LINUX_VER], off, cnt)
     R.end_request(f, off, cnt, fs, req)
-    return row[L_SIZE]
+    return window(row, pol[R.P_RAPAGES])

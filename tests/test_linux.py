@@ -1,0 +1,118 @@
+"""Linux on-demand read-ahead detectors (spec §4): window sizing, ramp, marker path, context
+read-ahead and the 2.6.32 → 3.12 change."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from seqheur.detect import detect
+from seqheur.heuristics.linux import init_size, next_size
+from seqheur.heuristics.registry import parse_detector
+from seqheur.replay import replay
+from seqheur.streams import ReadStream
+
+PAGE = 4096
+
+
+@pytest.mark.parametrize("req,want", [(1, 4), (2, 4), (3, 8), (4, 8), (5, 16), (8, 16), (9, 32),
+                                      (100, 32)])
+def test_init_window(req, want):
+    assert init_size(req, 32) == want  # spec §4.3 table for max = 32
+
+
+@pytest.mark.parametrize("cur,want", [(1, 4), (2, 4), (3, 6), (8, 16), (15, 30), (16, 32), (32, 32)])
+def test_next_window(cur, want):
+    assert next_size(cur, 32) == want
+
+
+def test_registered_with_params():
+    d = parse_detector("linux-3.12:ra_kb=256")
+    assert d.params.ra_pages == 64 and d.max_seqcount == 64
+    assert parse_detector("linux-2.6.32").max_seqcount == 32
+
+
+@pytest.mark.parametrize("det", ["linux-2.6.32", "linux-3.12"])
+def test_sequential_ramp_replay_equals_detect(det):
+    """8 KiB sequential READs: init(2) = 4 pages, marker at page 2 → 8, then 16, then 32
+    (spec §4.3/§4.5). A single sequential reader: the stand-in cache of ``detect`` is exact."""
+    s = ReadStream.from_arrays(np.zeros(200, int), np.arange(200) * 8192, 8192)
+    r = replay(s, det, "ideal", profile=None)
+    seq = r.requests["seqcount"].to_list()
+    assert seq[:8] == [4, 8, 16, 16, 16, 16, 32, 32]
+    assert max(seq) == 32
+    assert seq == detect(s, det, "ideal").seqcount.tolist()
+    assert r["misses"] == 2  # the two pages of the first READ only
+    assert r["prefetch_wasted"] == 0 and r["prefetched"] == r["prefetch_used"]
+
+
+def _pages(pages_counts):
+    off = [p * PAGE for p, _ in pages_counts]
+    cnt = [n * PAGE for _, n in pages_counts]
+    return ReadStream.from_arrays(np.zeros(len(off), int), off, cnt)
+
+
+def test_context_readahead_any_history_vs_more_than_request():
+    """READ page 100, page 500, then page 101: one cached history page before 101.
+    2.6.32 starts context read-ahead (init(1+1) = 4, fully async, merged to 4 + 8 = 12 pages);
+    3.12 needs history > req (1 > 1 is false): a plain one-page read (spec §4.6)."""
+    s = _pages([(100, 1), (500, 1), (101, 1)])
+    old = replay(s, "linux-2.6.32", "ideal", profile=None, file_sizes=None)
+    new = replay(s, "linux-3.12", "ideal", profile=None, file_sizes=None)
+    assert old.requests["prefetch_blocks"].to_list() == [0, 0, 11]
+    assert new.requests["prefetch_blocks"].to_list() == [0, 0, 0]
+
+
+def test_context_readahead_312_window():
+    """Pages 100-101 cached by a 2-page random READ, page 500, then page 102: history 2 > 1.
+    3.12: window min(2+1, 32) = 3 pages, async 1 → 2 pages ahead; 2.6.32: init(3) = 8, fully
+    async, merged: 8 + next(8) = 24 pages → 23 ahead."""
+    s = _pages([(100, 2), (500, 1), (102, 1)])
+    new = replay(s, "linux-3.12", "ideal", profile=None, file_sizes=None)
+    old = replay(s, "linux-2.6.32", "ideal", profile=None, file_sizes=None)
+    assert new.requests["prefetch_blocks"].to_list() == [0, 0, 2]
+    assert old.requests["prefetch_blocks"].to_list() == [0, 0, 23]
+
+
+def test_random_reads_prefetch_nothing_in_312():
+    rng = np.random.default_rng(7)
+    pages = rng.choice(100_000, size=300, replace=False)
+    s = ReadStream.from_arrays(np.zeros(300, int), pages * PAGE, PAGE)
+    r = replay(s, "linux-3.12", "ideal", profile=None, file_sizes=None)
+    assert r["prefetched"] == 0 and r["misses"] == 300
+
+
+def test_interleaved_streams_on_one_file_use_the_marker_path():
+    """Two sequential readers of one file, interleaved, one shared file_ra_state: the PG_readahead
+    hit of the stream whose state was overwritten rebuilds its window from the page cache
+    (spec §4.8), so both keep streaming: no misses after their first READs."""
+    n = 400
+    a = np.arange(n) * 8192
+    b = (1 << 30) + np.arange(n) * 8192
+    off = np.empty(2 * n, np.int64)
+    off[0::2] = a
+    off[1::2] = b
+    s = ReadStream.from_arrays(np.zeros(2 * n, int), off, 8192)
+    for det in ("linux-2.6.32", "linux-3.12"):
+        r = replay(s, det, "ideal", profile=None, file_sizes=None)
+        miss = r.requests["miss_blocks"].to_numpy()
+        assert miss[10:].sum() == 0, det
+        assert r["prefetch_wasted"] <= 2 * 64  # only the windows still ahead at the end
+
+
+def test_raparms_table_recycles_linux_state():
+    """With more concurrently read files than raparms entries (32), a file's file_ra_state is
+    recycled between its READs (ejections, windows restart from 0), yet sequential readers lose
+    nothing: the PG_readahead hit rebuilds the window from the page cache (spec §4.5 marker
+    branch, §4.8). With ideal tables nothing is ejected."""
+    files = 80
+    rounds = 40
+    f = np.tile(np.arange(files), rounds)
+    off = np.repeat(np.arange(rounds), files) * 8192
+    s = ReadStream.from_arrays(f, off, 8192)
+    rap = replay(s, "linux-3.12", "raparms", profile=None)
+    ideal = replay(s, "linux-3.12", "ideal", profile=None)
+    assert rap["table_ejections"] > 0
+    assert ideal["table_ejections"] == 0 and ideal["lost_ejected"] == 0
+    assert (rap.requests["seqcount"] == 0).sum() > (ideal.requests["seqcount"] == 0).sum()
+    assert rap["misses"] == ideal["misses"] == files * 2

@@ -1,0 +1,242 @@
+"""Replay: conservation laws over random traces and parameters (hypothesis), summary contract,
+chunked replay == one-shot replay, inputs, and the CLI verb."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from seqheur.replay import SUMMARY_KEYS, Replayer, replay, replay_chunks, observed_file_sizes
+from seqheur.streams import ReadStream
+
+DETECTORS = ["freebsd4", "freebsd", "slowdown", "cursor", "zfetch", "always", "never",
+             "linux-2.6.32", "linux-3.12"]
+TABLES = ["freebsd4", "nfsheur:8x2", "ellard", "raparms:threads=2", "ideal"]
+POLICIES = ["auto", "freebsd4-cluster", "freebsd-cluster", "fixed:3", "none",
+            "freebsd4-cluster:bsize=8192", "freebsd-cluster:bsize=4096:read_min=2"]
+
+
+@st.composite
+def traces(draw):
+    """Interleaved readers of a few files: sequential runs, reorders, jumps, odd sizes."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    n = draw(st.integers(1, 400))
+    nfiles = draw(st.integers(1, 6))
+    rng = np.random.default_rng(seed)
+    f = rng.integers(0, nfiles, n)
+    size = int(draw(st.sampled_from([4096, 8192, 32768, 5000])))
+    pos = np.zeros(nfiles, np.int64)
+    off = np.empty(n, np.int64)
+    cnt = np.empty(n, np.int64)
+    for i in range(n):
+        r = rng.random()
+        if r < 0.1:
+            pos[f[i]] = int(rng.integers(0, 200)) * 4096  # jump
+        elif r < 0.2 and pos[f[i]] >= size:
+            pos[f[i]] -= size  # a reordered (swapped) request
+        off[i] = pos[f[i]]
+        cnt[i] = size if rng.random() > 0.05 else int(rng.integers(0, 3 * size))
+        pos[f[i]] += size
+    return ReadStream.from_arrays(f, off, cnt)
+
+
+def check_laws(r, det: str, table: str, policy: str = "auto") -> None:
+    s = r.to_dict()
+    req = r.requests
+    assert s["hits"] + s["misses"] == s["demand_blocks"]
+    assert s["prefetched"] == s["prefetch_used"] + s["prefetch_wasted"]
+    assert s["prefetch_wasted"] == s["prefetch_evicted"] + s["prefetch_unused_at_end"]
+    lost = sum(s[k] for k in s if k.startswith("lost_"))
+    assert lost == s["misses"]  # every miss has exactly one cause
+    assert int(req["hit_blocks"].sum()) == s["hits"]
+    assert int(req["miss_blocks"].sum()) == s["misses"]
+    assert int(req["prefetch_blocks"].sum()) == s["prefetched"]
+    assert s["requests"] == len(req)
+    # a request has a cause iff it missed
+    assert ((req["miss_blocks"] > 0) == req["cause"].is_not_null()).all()
+    if det == "never" and "read_min" not in policy:  # read_min > 1 reads ahead regardless
+        assert s["prefetched"] == 0
+    if table == "ideal":
+        assert s["lost_ejected"] == 0 and s["table_ejections"] == 0
+    assert s["table_ejections"] <= s["table_fresh"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(traces(), st.sampled_from(DETECTORS), st.sampled_from(TABLES), st.sampled_from(POLICIES),
+       st.sampled_from([32768, 65536, 1 << 20, 64 << 20]), st.booleans())
+def test_conservation_laws(stream, det, table, policy, cache, clip):
+    if det.startswith("linux") and policy != "auto":
+        policy = "linux"
+    r = replay(stream, det, table, policy, cache=cache, profile=None,
+               file_sizes="observed" if clip else None)
+    check_laws(r, det, table, policy)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 300), st.sampled_from([4096, 8192, 16384, 65536]),
+       st.sampled_from(["freebsd4-cluster", "freebsd-cluster", "fixed:1", "fixed:16", "auto"]),
+       st.sampled_from(["always", "linux-2.6.32", "linux-3.12"]))
+def test_always_sequential_single_file_misses_only_first(n, size, policy, det):
+    """A purely sequential single-file stream with read-ahead always on and an ample cache
+    misses only in its first READ (fixed:N needs N blocks >= a request's blocks)."""
+    if det.startswith("linux"):
+        policy = "auto"
+    elif policy.startswith("fixed") and int(policy.split(":")[1]) * 8192 < size:
+        policy = "fixed:16"
+    s = ReadStream.from_arrays(np.zeros(n, int), np.arange(n) * size, size)
+    # no end-of-file clipping: cluster_read never reads ahead a partial last block (below)
+    r = replay(s, det, "ideal", policy, cache="1GiB", profile=None, file_sizes=None)
+    miss = r.requests["miss_blocks"].to_numpy()
+    assert miss[0] > 0 and miss[1:].sum() == 0
+    assert r["lost_cold"] == r["misses"]
+
+
+def test_partial_last_block_is_not_read_ahead_by_cluster_read():
+    """4.x cluster_read reads ahead only if (lbn+1)*size <= filesize (spec §3.1): a file of
+    20 KiB on 16 KiB blocks gets its second (partial) block on demand."""
+    s = ReadStream.from_arrays(np.zeros(5, int), np.arange(5) * 4096, 4096)
+    r = replay(s, "always", "ideal", "freebsd4-cluster", profile=None)
+    assert r.requests["miss_blocks"].to_list() == [1, 0, 0, 0, 1]
+    assert r["prefetched"] == 0
+
+
+def test_summary_contract_and_json():
+    s = ReadStream.from_arrays([0, 1, 0, 1], [0, 0, 8192, 8192], 8192)
+    r = replay(s, "freebsd4", "freebsd4", "freebsd4-cluster", "1MiB", "ide-7200")
+    assert isinstance(r.summary, pl.DataFrame) and r.summary.height == 1
+    cols = r.summary.columns
+    assert [c for c in cols if c in SUMMARY_KEYS] == list(SUMMARY_KEYS)  # in DESIGN.md order
+    d = json.loads(r.to_json())
+    assert d["detector"] == "freebsd4" and d["table"] == "nfsheur:64x4"
+    assert d["policy"] == "freebsd4-cluster" and d["cache"] == "1MiB" and d["profile"] == "ide-7200"
+    assert d["disk_ops"] > 0 and d["disk_seconds"] > 0 and d["throughput_mbps"] > 0
+    assert d["requests"] == 4 and d["files"] == 2
+    none = replay(s, "never", "ideal", "none", profile=None)
+    dn = json.loads(none.to_json())
+    assert dn["accuracy"] is None and dn["disk_seconds"] is None and dn["profile"] is None
+    # sweeps concatenate summaries
+    assert pl.concat([r.summary, r.summary]).height == 2
+
+
+def test_write_parquet_with_summary(tmp_path):
+    import pyarrow.parquet as pq
+
+    s = ReadStream.from_arrays(np.zeros(20, int), np.arange(20) * 8192, 8192)
+    r = replay(s, "freebsd4", "ideal", profile=None)
+    out = r.write(tmp_path / "r.parquet")
+    t = pq.read_table(out)
+    assert t.num_rows == 20
+    assert {"seqcount", "slot_fresh", "prefetch_blocks", "hit_blocks", "miss_blocks",
+            "cause"} <= set(t.column_names)
+    meta = json.loads(t.schema.metadata[b"seqheur.replay.summary"])
+    assert meta["misses"] == r["misses"]
+
+
+def _interleaved(n_files=8, per_file=300, reorder=0.1, seed=1, size=8192):
+    """Sequential readers (``size``-byte READs) of ``n_files`` files interleaved at random; a share
+    ``reorder`` of neighbouring requests swapped (server-side reordering)."""
+    rng = np.random.default_rng(seed)
+    f = rng.permutation(np.repeat(np.arange(n_files), per_file))
+    off = np.empty(len(f), np.int64)
+    pos = np.zeros(n_files, np.int64)
+    for i in range(len(f)):
+        off[i] = pos[f[i]]
+        pos[f[i]] += size
+    for i in np.nonzero(rng.random(len(f) - 1) < reorder)[0]:
+        f[i], f[i + 1] = f[i + 1], f[i]
+        off[i], off[i + 1] = off[i + 1], off[i]
+    return ReadStream.from_arrays(f, off, size)
+
+
+@pytest.mark.parametrize("det,table,policy", [
+    ("freebsd4", "freebsd4", "auto"),
+    ("slowdown", "nfsheur:4x2", "freebsd-cluster"),
+    ("linux-3.12", "raparms:threads=1", "auto"),
+    ("zfetch", "ideal", "fixed:4"),
+])
+def test_chunked_replay_equals_one_shot(det, table, policy):
+    s = _interleaved()
+    sizes = observed_file_sizes(s)
+    whole = replay(s, det, table, policy, "512KiB", "ide-7200", file_sizes=sizes)
+    cuts = [0, 1, 17, 500, 501, 1900, len(s)]
+    parts = (s.slice(a, b) for a, b in zip(cuts[:-1], cuts[1:]))
+    chunked = replay_chunks(parts, det, table, policy, "512KiB", "ide-7200", file_sizes=sizes)
+    assert chunked.to_dict() == whole.to_dict()
+    assert chunked.requests.equals(whole.requests)
+
+
+def test_reordering_losses_are_attributed():
+    s = _interleaved(reorder=0.2)
+    r = replay(s, "freebsd4", "ideal", "freebsd4-cluster", "64MiB", profile=None)
+    assert r["lost_reordered"] > 0
+    assert r["lost_ejected"] == 0
+    cleaner = replay(_interleaved(reorder=0.0), "freebsd4", "ideal", "freebsd4-cluster",
+                     "64MiB", profile=None)
+    assert cleaner["lost_reordered"] == 0 and cleaner["misses"] < r["misses"]
+
+
+def test_small_table_ejections_are_attributed():
+    """40 interleaved readers of 32 KiB through a 4-slot table: every ejection resets the
+    4.x seqcount, read-ahead falls behind, and the misses are blamed on the ejections; the
+    ideal table has none (and fewer misses)."""
+    s = _interleaved(n_files=40, per_file=50, reorder=0.0, size=32768)
+    small = replay(s, "freebsd4", "nfsheur:4x1", "freebsd4-cluster", "64MiB", profile=None)
+    ideal = replay(s, "freebsd4", "ideal", "freebsd4-cluster", "64MiB", profile=None)
+    assert small["table_ejections"] > 0 and small["lost_ejected"] > small["misses"] // 2
+    assert ideal["lost_ejected"] == 0 and ideal["misses"] < small["misses"]
+
+
+def test_evicted_cause_with_a_tiny_cache():
+    # 16 interleaved sequential readers and a cache far smaller than their read-ahead
+    s = _interleaved(n_files=16, per_file=200, reorder=0.0)
+    r = replay(s, "always", "ideal", "freebsd-cluster", "256KiB", profile=None)
+    assert r["prefetch_evicted"] > 0 and r["lost_evicted"] > 0
+
+
+def test_replayer_rejects_foreign_chunks():
+    from seqheur.errors import SeqheurError
+
+    a = ReadStream.from_arrays([5, 6], [0, 0], 8192)
+    b = ReadStream.from_arrays([7], [0], 8192)
+    rp = Replayer(a.file_ids, profile=None)
+    rp.feed(a)
+    with pytest.raises(SeqheurError):
+        rp.feed(b)
+
+
+def test_request_table_and_path_inputs(tmp_path):
+    from seqheur.io import write_parquet
+    from seqheur.workloads import paper
+
+    table = paper(readers=4, total_mb=2, request_kb=8)
+    r1 = replay(table, "freebsd4", "ideal", profile=None)
+    path = tmp_path / "t.parquet"
+    write_parquet(table, path)
+    r2 = replay(str(path), "freebsd4", "ideal", profile=None)
+    assert r1.to_dict() == r2.to_dict()
+    assert r1["requests"] == 2 * 1024 * 1024 // 8192
+
+
+def test_cli_replay(tmp_path):
+    from seqheur.cli import cli
+    from seqheur.io import write_parquet
+    from seqheur.workloads import paper
+
+    path = tmp_path / "t.parquet"
+    write_parquet(paper(readers=4, total_mb=2, request_kb=8), path)
+    out = tmp_path / "r.parquet"
+    res = CliRunner().invoke(cli, ["replay", str(path), "--detector", "slowdown", "--table",
+                                   "ellard", "--policy", "freebsd4-cluster", "--cache", "8MiB",
+                                   "--profile", "ide-7200", "-o", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    assert set(SUMMARY_KEYS) <= set(d)
+    assert d["requests"] == 256 and out.exists()
+    bad = CliRunner().invoke(cli, ["replay", str(path), "--policy", "sometimes"])
+    assert bad.exit_code == 1 and "unknown policy" in bad.output
