@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 from seqheur.lab import RunOptions, check_environment, get, run
-from seqheur.lab.proc import is_running
 from seqheur.lab.scenarios import LabError
 
 pytestmark = pytest.mark.lab
@@ -53,10 +52,25 @@ def _lab_mounts() -> list[str]:
             if "seqheur-lab" in line or "nfsbridge" in line]
 
 
-def _assert_nothing_left(records: list[dict], out: Path, work_kept: bool = False) -> None:
-    assert records, "the run recorded no processes"
-    for rec in records:
-        assert not is_running(rec["pid"], rec["starttime"]), f"stray process {rec}"
+def _in_namespaces(inodes: dict[str, int]) -> list[int]:
+    """Host PIDs of the processes still inside any of the given namespaces (kind -> inode)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            for kind, inode in inodes.items():
+                try:
+                    if os.stat(d / "ns" / kind).st_ino == inode:
+                        out.append(int(d.name))
+                        break
+                except OSError:
+                    continue
+    return out
+
+
+def _assert_nothing_left(ns_inodes: dict[str, int], out: Path, work_kept: bool = False) -> None:
+    """No process left in the run's namespaces or naming its directory, no lab mount."""
+    assert set(ns_inodes) == {"net", "pid", "mnt"}
+    assert _in_namespaces(ns_inodes) == []
     assert _lab_processes(out) == set()
     assert _lab_mounts() == []
     if not work_kept:
@@ -173,7 +187,8 @@ def test_nothing_left_running_or_mounted(captured):
     for man in manifests.values():
         names = {p["name"] for p in man["processes"]}
         assert {"rpcbind", "ganesha.nfsd", "tcpdump"} <= names
-        _assert_nothing_left(man["processes"], out)
+        assert all(p["returncode"] is not None for p in man["processes"])
+        _assert_nothing_left(man["namespace"]["ns_inodes"], out)
 
 
 def test_failure_stops_everything(lab_env, tmp_path):
@@ -183,29 +198,62 @@ def test_failure_stops_everything(lab_env, tmp_path):
     kept = list(tmp_path.glob(".lab-work-*/seq16-v3/result.json"))
     assert len(kept) == 1
     result = json.loads(kept[0].read_text())
-    _assert_nothing_left(result["processes"], tmp_path, work_kept=True)
+    assert all(p["returncode"] is not None for p in result["processes"])
+    _assert_nothing_left(result["network"]["ns_inodes"], tmp_path, work_kept=True)
 
 
-def test_interrupt_stops_everything(lab_env, tmp_path):
-    """SIGINT to a running `lab run` (as Ctrl-C would): every process it started is stopped."""
-    # A scenario whose client runs for seconds, so the signal lands while it reads.
+def _slow_run(tmp_path: Path) -> tuple[subprocess.Popen, dict[str, int]]:
+    """Start a lab run (in its own process group, like a shell job) of a scenario whose client
+    reads for many seconds; return it and the inode of its network namespace, once the client
+    is reading."""
     code = ("from seqheur.lab import run, Scenario, Reader\n"
             "from seqheur.lab.data import ExportFile\n"
             "slow = Scenario('slow-v3', 'many small random READs, one at a time', 3,\n"
             "                (ExportFile('t1m_0.bin', 1 << 20),),\n"
             "                (Reader('random', ('t1m_0.bin',), 512, reads=200000),))\n"
             f"run([slow], {str(tmp_path)!r})\n")
-    proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE,
+                            start_new_session=True)
     deadline = time.monotonic() + 60
-    while not any(c == "loadgen" for _, c in _lab_processes(tmp_path)):
+    while True:
+        clients = [pid for pid, c in _lab_processes(tmp_path) if c == "loadgen"]
+        if clients:
+            try:
+                return proc, {k: os.stat(f"/proc/{clients[0]}/ns/{k}").st_ino
+                              for k in ("net", "pid", "mnt")}
+            except FileNotFoundError:
+                pass
         assert proc.poll() is None, proc.stderr.read().decode()
         assert time.monotonic() < deadline, "the lab never started its clients"
         time.sleep(0.01)
-    os.kill(proc.pid, signal.SIGINT)
+
+
+def test_ctrl_c_stops_everything(lab_env, tmp_path):
+    """Ctrl-C (SIGINT to the whole foreground process group) during a run: every process the
+    run started is stopped, in order, and the run fails with a clear error."""
+    proc, ns = _slow_run(tmp_path)
+    for kind, inode in ns.items():  # the client really runs in namespaces of its own
+        assert inode != os.stat(f"/proc/self/ns/{kind}").st_ino
+    os.killpg(proc.pid, signal.SIGINT)
     proc.wait(60)
-    assert proc.returncode != 0
+    err = proc.stderr.read().decode()
+    assert proc.returncode != 0 and "interrupted" in err, err
     results = list(tmp_path.glob(".lab-work-*/slow-v3/result.json"))
     assert len(results) == 1
     result = json.loads(results[0].read_text())
     assert any("interrupted" in e for e in result["errors"]), result["errors"]
-    _assert_nothing_left(result["processes"], tmp_path, work_kept=True)
+    assert result["network"]["ns_inodes"] == ns
+    assert all(p["returncode"] is not None for p in result["processes"])
+    _assert_nothing_left(result["network"]["ns_inodes"], tmp_path, work_kept=True)
+
+
+def test_sigkill_of_the_controller_leaves_nothing(lab_env, tmp_path):
+    """Even SIGKILL of `lab run` itself (no cleanup code can run) leaves no process behind:
+    every child dies with its parent (PR_SET_PDEATHSIG) and the namespaces vanish with them."""
+    proc, ns = _slow_run(tmp_path)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    deadline = time.monotonic() + 10
+    while (_in_namespaces(ns) or _lab_processes(tmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    _assert_nothing_left(ns, tmp_path, work_kept=True)

@@ -50,7 +50,10 @@ def _network() -> dict[str, Any]:
     addrs = [line.split()[3] for line in _run(["ip", "-o", "addr"]).splitlines()]
     if links != ["lo"] or not set(addrs) <= {"127.0.0.1/8", "::1/128"}:
         raise LabError(f"namespace is not loopback-only: links {links}, addresses {addrs}")
-    return {"links": links, "addresses": addrs}
+    # Namespace identities (inode numbers, as /proc/PID/ns/* show them on the host too), so a
+    # caller can check afterwards that nothing lives in them any more.
+    ns = {kind: os.stat(f"/proc/self/ns/{kind}").st_ino for kind in ("net", "pid", "mnt")}
+    return {"links": links, "addresses": addrs, "ns_inodes": ns}
 
 
 def _mounted(mountpoint: Path) -> bool:

@@ -1,8 +1,9 @@
 """Run capture-lab scenarios: export data, namespace, capture, verification, manifest.
 
 For each scenario the controller (this module, in the caller's process) re-executes
-``seqheur.lab.inner`` under ``unshare --net --mount`` — a fresh network namespace whose only
-interface is ``lo`` and a private mount namespace — waits for it, then decodes the capture with
+``seqheur.lab.inner`` under ``unshare --net --mount --pid`` — a fresh network namespace whose
+only interface is ``lo``, a private mount namespace, and a PID namespace whose init is the inner
+step — waits for it, then decodes the capture with
 tshark and checks it against the clients' logs, gzips the pcap and writes the manifest.
 """
 
@@ -71,8 +72,7 @@ def check_environment(scenarios: Sequence[Scenario] = ()) -> list[str]:
                 ["pkg-config", "--exists", "fuse3"]).returncode != 0:
             problems.append("missing libfuse3-dev")
     if not problems:
-        res = subprocess.run(["unshare", "--net", "--mount", "--propagation", "private", "--",
-                              "true"], capture_output=True, text=True)
+        res = subprocess.run([*UNSHARE, "--", "true"], capture_output=True, text=True)
         if res.returncode != 0:
             problems.append(f"cannot create namespaces: {res.stderr.strip()}")
     return problems
@@ -108,25 +108,44 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, old)
 
 
+UNSHARE = ["unshare", "--net", "--mount", "--propagation", "private", "--pid", "--fork",
+           "--mount-proc", "--kill-child"]
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
 def _in_namespace(plan_path: Path, timeout: float) -> int:
-    """Run the inner step under unshare; on interruption stop it (by PID) and re-raise."""
+    """Run the inner step in fresh network, mount and PID namespaces; on interruption stop it
+    (by PID) and re-raise.
+
+    The PID namespace is the backstop: the inner step is its init, so when the step ends for any
+    reason the kernel kills whatever is left inside — which matters for rpcbind, whose
+    PR_SET_PDEATHSIG is cleared when it drops privileges to _rpc. ``--kill-child`` makes
+    unshare SIGKILL the step if unshare itself is killed (we are its PDEATHSIG parent).
+    """
     pkg_root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, MARKER: "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [pkg_root, os.environ.get("PYTHONPATH")]))}
-    argv = ["unshare", "--net", "--mount", "--propagation", "private", "--",
-            sys.executable, "-m", "seqheur.lab.inner", str(plan_path)]
-    # Same process group as us: a terminal Ctrl-C reaches the inner controller directly, which
-    # then stops what it started, in order. PDEATHSIG covers us being killed outright.
+    argv = [*UNSHARE, "--", sys.executable, "-m", "seqheur.lab.inner", str(plan_path)]
+    # Same process group as us: a terminal Ctrl-C reaches the inner step directly (unshare
+    # ignores it while it waits), and the step stops what it started, in order.
     proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
     try:
         return proc.wait(timeout)
     except (KeyboardInterrupt, _Interrupted, subprocess.TimeoutExpired):
         if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
+            # unshare ignores SIGTERM while it waits: ask the step itself to stop
+            for child in _children(proc.pid) or [proc.pid]:
+                os.kill(child, signal.SIGTERM)
             try:
                 proc.wait(60)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                proc.kill()  # --kill-child: the step dies, and the namespaces with it
                 proc.wait()
         raise
 
