@@ -252,3 +252,52 @@ def test_lab_list_cli():
     assert names == list(SCENARIOS)
     res = CliRunner().invoke(cli, ["lab", "run", "no-such-scenario", "-o", "x"])
     assert res.exit_code == 1 and "unknown scenario" in res.output
+
+
+def test_processes_stop_by_pid_newest_first(tmp_path):
+    import os
+    import signal
+
+    from seqheur.lab.proc import Processes, is_running
+
+    procs = Processes()
+    order = tmp_path / "order"
+    # each child appends its name when SIGTERM arrives, so the file shows the stop order
+    script = ("import signal,sys,time\n"
+              "def bye(*_):\n"
+              f"    open({str(order)!r},'a').write(sys.argv[1]+'\\n'); sys.exit(0)\n"
+              "signal.signal(signal.SIGTERM, bye)\n"
+              "print('ready', flush=True)\n"
+              "time.sleep(60)\n")
+    import sys
+
+    started = []
+    for name in ("first", "second"):
+        p = procs.start(name, [sys.executable, "-c", script, name], stdout=subprocess.PIPE)
+        assert p.popen.stdout.readline() == b"ready\n"
+        assert os.getsid(p.pid) == p.pid  # own session: a terminal Ctrl-C does not reach it
+        started.append(p)
+    procs.stop_all()
+    assert order.read_text().split() == ["second", "first"]
+    assert [r["returncode"] for r in procs.records()] == [0, 0]
+    assert not any(is_running(p.pid, p.started) for p in started)
+    # a child that ignores SIGTERM is killed after the timeout
+    stubborn = procs.start("stubborn", [sys.executable, "-c",
+                                        "import signal,time; signal.signal(signal.SIGTERM, "
+                                        "signal.SIG_IGN); print('ready', flush=True); "
+                                        "time.sleep(60)"], stdout=subprocess.PIPE)
+    assert stubborn.popen.stdout.readline() == b"ready\n"
+    assert Processes.stop(stubborn, timeout=0.5) == -signal.SIGKILL
+
+
+def test_ganesha_log_filter_drops_known_noise(tmp_path):
+    from seqheur.lab.server import serious_log_lines
+
+    log = tmp_path / "g.log"
+    log.write_text(
+        "21/11 : epoch x : vm : nfs-ganesha-1[main] gsh_dbus_pkginit :DBUS :CRIT :dbus_bus_get failed\n"
+        "21/11 : epoch x : vm : nfs-ganesha-1[main] init_export_root :EXPORT :CRIT :Lookup failed on path\n"
+        "21/11 : epoch x : vm : nfs-ganesha-1[main] x :NFS CB :CRIT :gssd_refresh_krb5 no keytab\n"
+        "21/11 : epoch x : vm : nfs-ganesha-1[main] main :MAIN :EVENT :Starting\n")
+    out = serious_log_lines(log)
+    assert "Lookup failed on path" in out and "dbus" not in out and "keytab" not in out
