@@ -68,6 +68,8 @@ def test_scenario_validation():
     with pytest.raises(LabError):
         Scenario("x", "", 3, files, (Reader("seq", ("a.bin",), 2 * MiB),))
     with pytest.raises(LabError):
+        Scenario("x", "", 3, files, (Reader("seq", ("a.bin",), 4096, mmap=True),))
+    with pytest.raises(LabError):
         Reader("zigzag", ("a.bin",), 4096)
     with pytest.raises(LabError):
         Reader("random", ("a.bin",), 4096)

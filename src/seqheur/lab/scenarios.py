@@ -38,7 +38,9 @@ class Reader:
 
     ``size`` is the bytes per request (NFS READ for libnfs, read() for fuse); ``depth`` READs are
     kept in flight (libnfs only); ``streams`` is the number of interleaved sequential sub-streams of
-    the stride pattern; ``reads`` caps the number of requests (and is the count for random).
+    the stride pattern; ``reads`` caps the number of requests (and is the count for random);
+    ``mmap`` (fuse only) reads through a shared mapping instead of pread(), so page faults and
+    the kernel's read-around, not read(), decide what is fetched.
     """
 
     pattern: str
@@ -48,6 +50,7 @@ class Reader:
     streams: int = 1
     reads: int = 0
     seed: int = 1
+    mmap: bool = False
 
     def __post_init__(self) -> None:
         if self.pattern not in PATTERNS:
@@ -85,6 +88,8 @@ class Scenario:
                 raise LabError(f"{self.name}: reader uses unknown files {sorted(missing)}")
             if self.via == "libnfs" and r.size > MiB:
                 raise LabError(f"{self.name}: request size above ganesha's 1 MiB rsize")
+            if self.via == "libnfs" and r.mmap:
+                raise LabError(f"{self.name}: mmap readers need the FUSE bridge")
 
     @property
     def deterministic(self) -> bool:
@@ -231,6 +236,17 @@ def _build() -> dict[str, Scenario]:
                      (Reader("random", names(s16), 4 * KiB, reads=500, seed=11),), via="fuse",
                      read_ahead_kb=ra),
         ]
+    out += [
+        Scenario("fuse-mmap-random-ra128k-v3", "300 random 4 KiB reads through a shared mmap of a "
+                 "16 MiB file on the FUSE bridge: page faults and the kernel's read-around decide "
+                 "the READs (read_ahead_kb=128)", 3, s16,
+                 (Reader("random", names(s16), 4 * KiB, reads=300, seed=5, mmap=True),),
+                 via="fuse", read_ahead_kb=128),
+        Scenario("fuse-seq2-ra128k-v3", "2 concurrent sequential 4 KiB read() streams on two 4 MiB "
+                 "files through one FUSE bridge (one NFS connection), read_ahead_kb=128", 3,
+                 f4[:2], tuple(Reader("seq", (f.name,), 4 * KiB) for f in f4[:2]), via="fuse",
+                 read_ahead_kb=128),
+    ]
     out.append(Scenario("fuse-seq-ra128k-v4", "16 MiB file, sequential 4 KiB read() through the "
                         "FUSE bridge over NFSv4.0, kernel read_ahead_kb=128", 4, s16,
                         (Reader("seq", names(s16), 4 * KiB),), via="fuse", read_ahead_kb=128))
