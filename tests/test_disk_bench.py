@@ -55,9 +55,15 @@ def _check_profile(prof, sizes) -> None:
             assert r["mbps"]["min"] <= r["mbps"]["median"] <= r["mbps"]["max"]
             assert r["mbps"]["min"] > 0
             assert r["cpu"]["median"] >= 0
-    assert [r["depth"] for r in t["queue_depth"] if r["pattern"] == "rand" and r["size"] == 4096] == [1, 2]
+    qd = [(r["depth"], r["backend"]) for r in t["queue_depth"]
+          if r["pattern"] == "rand" and r["size"] == 4096]
+    assert qd[:2] == [(1, "threads"), (2, "threads")]
+    if bench.aio_available():
+        assert qd[2:] == [(2, "aio")]
     assert all(r["p50_s"] > 0 and r["pairs"] > 0 for r in t["seek"])
     assert {r["mode"] for r in t["first_touch"]} == {"first touch", "re-read"}
+    assert [r["gap_s"] for r in t["idle_gap"]] == list(bench.IDLE_GAPS)
+    assert all(r["ios"] >= 3 and r["p50_s"] > 0 for r in t["idle_gap"])
     assert prof.kind == "measured" and prof.provenance["o_direct"] is True
     assert prof.provenance["where"] and prof.provenance["when"]
     assert prof.capacity_bytes > 0 and prof.host_mbps > 0 and min(prof.zone_mbps) > 0
@@ -89,7 +95,7 @@ def test_bench_module_has_no_write_paths():
     src = Path(bench.__file__).read_text()
     code = re.sub(r'""".*?"""', "", src, flags=re.S)  # the docstrings may name what is banned
     for banned in ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND", "os.write",
-                   "pwrite", "BLKFLSBUF", "BLKDISCARD", "BLKZEROOUT", "drop_caches"):
+                   "pwrite", "PWRITE", "BLKFLSBUF", "BLKDISCARD", "BLKZEROOUT", "drop_caches"):
         assert banned not in code, banned
     assert code.count("os.open(") == 1
 
@@ -142,6 +148,19 @@ def test_access_mode_is_checked_after_open(data_file, monkeypatch):
     monkeypatch.setattr(bench.fcntl, "fcntl", lie)
     with pytest.raises(BenchError, match="not read-only"):
         open_target(data_file)
+
+
+@pytest.mark.skipif(not bench.aio_available(), reason="native AIO syscalls not mapped here")
+@pytest.mark.parametrize("pattern", ["rand", "seq"])
+def test_aio_backend_reads_full_blocks(data_file, pattern):
+    with open_target(data_file) as t:
+        span = t.size // t.align * t.align
+        offs = (bench._rand_offsets(0, span, 65536, 3) if pattern == "rand"
+                else bench._seq_offsets(0, span, 65536))
+        run = bench.timed_reads(t, 65536, offs, depth=4, seconds=0.2,
+                                                  backend="aio")
+    assert run.short_reads == 0 and run.ios > 0 and (run.lat_ns > 0).all()
+    assert run.threads == 1 and run.mbps > 0
 
 
 def test_only_allowlisted_ioctls(data_file):
@@ -205,3 +224,60 @@ def test_bench_loop_device_never_writes(loop_device, data_file):
     assert _sha(loop_device) == before_dev and _sha(data_file) == before_file
     _check_profile(prof, TINY.sizes)
     assert prof.device["kind"] == "block" and "logical_block_size" in prof.device
+
+
+# -- Tier 0: the profile builder on tables from a known disk (no I/O) -------------------------
+def _mmm(v: float, spread: float = 0.01) -> dict:
+    return {"min": v * (1 - spread), "median": v, "max": v * (1 + spread)}
+
+
+def _synthetic_tables(noise: float = 0.01) -> tuple[dict, dict]:
+    cap, over, media, rand_pos = 8 << 30, 2e-4, 40e6, 8e-3
+    zone_rates = [60e6 - 4e6 * i for i in range(8)]
+
+    def pos(d: float) -> float:
+        return 2e-3 + 8e-3 * (d / cap) ** 0.5
+
+    def row(size: float, p50: float, **kw) -> dict:
+        return {"size": int(size), "p50_s": p50, "p90_s": p50 * 1.1, "p99_s": p50 * 1.3,
+                "mbps": _mmm(size / p50 / 1e6, noise), "iops": _mmm(1 / p50, noise),
+                "p50_rep_s": _mmm(p50, noise), "ios": 100, "short_reads": 0,
+                "cpu": _mmm(0.1), "client_bound": False, **kw}
+
+    sizes = [4096, 65536, 1 << 20]
+    tables = {
+        "sequential": [row(s, over + s / media) for s in sizes],
+        "random": [row(s, over + rand_pos + s / media) for s in sizes],
+        "seek": [row(4096, over + pos(d) + 4096 / media, distance_bytes=d, pairs=200)
+                 for d in [4096 * 4 ** i for i in range(12)]],
+        "zones": [{"position_bytes": i * cap // 8, "window_bytes": cap // 8, "size": 1 << 20,
+                   "mbps": _mmm(r / 1e6, noise)} for i, r in enumerate(zone_rates)],
+        "queue_depth": [row(4096, over + rand_pos, depth=1, pattern="rand")],
+        "cached": [row(4096, 3e-4)],
+        "streams": [{"streams": k, "size": 4096, "p50_s": 3e-4 if k <= 4 else 9e-3}
+                    for k in (1, 2, 4, 8, 16)],
+    }
+    truth = {"cap": cap, "over": over, "pos": pos, "zones": zone_rates, "rand_pos": rand_pos}
+    return tables, truth
+
+
+def test_profile_builder_recovers_a_known_disk():
+    tables, truth = _synthetic_tables()
+    t = bench.Target(path="sim", fd=-1, kind="block", size=truth["cap"], align=4096, direct=True)
+    prov = {"where": "sim", "when": "2026-01-01T00:00:00+00:00", "mode": "O_DIRECT",
+            "seek_flat": bench._is_flat([r["p50_s"] for r in tables["seek"]],
+                                        [r["p50_rep_s"] for r in tables["seek"]]),
+            "zones_flat": bench._is_flat([r["mbps"]["median"] for r in tables["zones"]],
+                                         [r["mbps"] for r in tables["zones"]])}
+    assert prov["seek_flat"] is False and prov["zones_flat"] is False
+    p = bench._profile_from_tables("sim", t, tables, {"kind": "block"}, prov)
+    assert p.command_overhead_s == pytest.approx(truth["over"], rel=0.05)
+    assert p.random_positioning_s == pytest.approx(truth["rand_pos"], rel=0.05)
+    for d, s in zip(p.seek_distance_bytes, p.seek_seconds):
+        assert s == pytest.approx(truth["pos"](d), rel=0.05)
+    assert [round(z) for z in p.zone_mbps] == [round(r / 1e6) for r in truth["zones"]]
+    assert p.cache.segments == 4
+    # the same curves buried in run-to-run noise larger than the trend are recorded as flat
+    noisy, _ = _synthetic_tables(noise=2.5)
+    assert bench._is_flat([r["p50_s"] for r in noisy["seek"]], [r["p50_rep_s"] for r in noisy["seek"]])
+    assert bench._is_flat([r["mbps"]["median"] for r in noisy["zones"]], [r["mbps"] for r in noisy["zones"]])

@@ -64,10 +64,11 @@ class _BenchCommand(click.Command):
 @click.option("--reps", type=int, default=None, help="interleaved repetitions (default 5, quick 3)")
 @click.option("--buffered", is_flag=True, help="no O_DIRECT (labelled buffered; page cache dropped)")
 @click.option("--name", default=None, help="profile name (default: target file name)")
+@click.option("--note", default=None, help="what the target is (kept in the profile)")
 @click.option("--json", "as_json", is_flag=True, help="print the model parameters as JSON")
 def bench_cmd(target: str, output: str, quick: bool, seconds: float | None, sizes: str,
               zones: int | None, depths: str, reps: int | None, buffered: bool, name: str | None,
-              as_json: bool) -> None:
+              note: str | None, as_json: bool) -> None:
     """Measure a block device or file, strictly read-only, into a disk profile.
 
     Also: ``seqheur bench plot PROFILE -o PNG``.
@@ -98,7 +99,7 @@ def bench_cmd(target: str, output: str, quick: bool, seconds: float | None, size
     with warnings.catch_warnings():
         warnings.simplefilter("always")
         warnings.showwarning = lambda msg, *a, **k: click.echo(f"seqheur: warning: {msg}", err=True)
-        prof = run_bench(target, cfg, direct=not buffered, name=name, progress=say)
+        prof = run_bench(target, cfg, direct=not buffered, name=name, note=note, progress=say)
     prof.save(output)
     if as_json:
         echo_json(prof.to_dict()["model"])

@@ -289,9 +289,11 @@ OffsetSource = Callable[[], int]
 
 
 def timed_reads(t: Target, bs: int, next_offset: Callable[[int], Iterator[int] | Callable[[], int]],
-                *, depth: int = 1, seconds: float = 0.5, max_ios: int | None = None) -> Run:
-    """Read ``bs`` bytes at the offsets ``next_offset(thread)()`` yields, from ``depth`` threads,
-    until ``seconds`` pass (or ``max_ios`` reads per thread), timing each read."""
+                *, depth: int = 1, seconds: float = 0.5, max_ios: int | None = None,
+                backend: str = "threads") -> Run:
+    """Read ``bs`` bytes at the offsets ``next_offset(thread)()`` yields, from ``depth`` threads
+    (or, ``backend="aio"``, ``depth`` native-AIO reads in flight from one thread), until
+    ``seconds`` pass (or ``max_ios`` reads per thread), timing each read."""
     if bs % t.align:
         raise BenchError(f"request size {bs} is not a multiple of the alignment {t.align}")
     deadline_ns = time.perf_counter_ns() + int(seconds * 1e9)
@@ -329,7 +331,15 @@ def timed_reads(t: Target, bs: int, next_offset: Callable[[int], Iterator[int] |
 
     c0 = os.times()
     w0 = time.perf_counter()
-    if depth == 1:
+    if backend == "aio":
+        try:
+            results[0] = _aio_reads(t, bs, next_offset(0), depth, deadline_ns, max_ios)
+        except OSError as exc:
+            errors.append(exc)
+        results[1:] = [None] * (depth - 1)
+    elif backend != "threads":
+        raise ValueError(f"unknown backend {backend!r}")
+    elif depth == 1:
         worker(0)
     else:
         threads = [threading.Thread(target=worker, args=(k,), daemon=True) for k in range(depth)]
@@ -347,7 +357,94 @@ def timed_reads(t: Target, bs: int, next_offset: Callable[[int], Iterator[int] |
     lat = np.concatenate([np.frombuffer(r[0], dtype=np.int64) for r in results if r is not None])
     short = sum(r[1] for r in results if r is not None)
     return Run(lat_ns=lat, wall_s=wall, cpu_s=(c1.user - c0.user) + (c1.system - c0.system),
-               bytes=int(lat.size) * bs, short_reads=short, threads=depth)
+               bytes=int(lat.size) * bs, short_reads=short, threads=1 if backend == "aio" else depth)
+
+
+# -- Linux native AIO through raw syscalls (spec §4.2): one thread, QD reads in flight ---------
+_AIO_NR = {"x86_64": (206, 207, 208, 209), "aarch64": (0, 1, 4, 2)}  # setup destroy getevents submit
+IOCB_CMD_PREAD = 0
+
+
+class _IOCB(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_uint64), ("key", ctypes.c_uint32), ("rw_flags", ctypes.c_int32),
+                ("opcode", ctypes.c_uint16), ("reqprio", ctypes.c_int16), ("fildes", ctypes.c_uint32),
+                ("buf", ctypes.c_uint64), ("nbytes", ctypes.c_uint64), ("offset", ctypes.c_int64),
+                ("reserved2", ctypes.c_uint64), ("flags", ctypes.c_uint32), ("resfd", ctypes.c_uint32)]
+
+
+class _IOEvent(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_uint64), ("obj", ctypes.c_uint64), ("res", ctypes.c_int64),
+                ("res2", ctypes.c_int64)]
+
+
+def aio_available() -> bool:
+    return platform.machine() in _AIO_NR and _libc() is not None
+
+
+def _aio_reads(t: Target, bs: int, nxt: Callable[[], int], depth: int, deadline_ns: int,
+               max_ios: int | None) -> tuple[array, int, int]:
+    """Keep ``depth`` O_DIRECT reads in flight from one thread; latency = submit to reap."""
+    libc = _libc()
+    nr_setup, nr_destroy, nr_getevents, nr_submit = _AIO_NR[platform.machine()]
+    syscall = libc.syscall
+    syscall.restype = ctypes.c_long
+    ctx = ctypes.c_ulong(0)
+    if syscall(nr_setup, ctypes.c_uint(depth), ctypes.byref(ctx)) != 0:
+        raise BenchError(f"{t.path}: io_setup failed: {os.strerror(ctypes.get_errno())}")
+    bufs = [mmap.mmap(-1, max(bs, mmap.PAGESIZE)) for _ in range(depth)]
+    cbufs = [ctypes.c_char.from_buffer(b) for b in bufs]
+    iocbs = (_IOCB * depth)()
+    ptrs = (ctypes.POINTER(_IOCB) * depth)()
+    events = (_IOEvent * depth)()
+    start = [0] * depth
+    lat = array("q")
+    short = done = inflight = 0
+    clock = time.perf_counter_ns
+
+    def submit(slots: list[int]) -> None:
+        nonlocal inflight
+        for j, k in enumerate(slots):
+            cb = iocbs[k]
+            cb.data, cb.opcode, cb.fildes = k, IOCB_CMD_PREAD, t.fd
+            cb.buf, cb.nbytes, cb.offset = ctypes.addressof(cbufs[k]), bs, nxt()
+            ptrs[j] = ctypes.pointer(cb)
+            start[k] = clock()
+        got = syscall(nr_submit, ctx, ctypes.c_long(len(slots)), ptrs)
+        if got != len(slots):
+            raise BenchError(f"{t.path}: io_submit failed: {os.strerror(ctypes.get_errno())}")
+        inflight += len(slots)
+
+    try:
+        submit(list(range(depth)))
+        stopping = False
+        while inflight:
+            n = syscall(nr_getevents, ctx, ctypes.c_long(1), ctypes.c_long(depth), events, None)
+            now = clock()
+            if n < 0:
+                err = ctypes.get_errno()
+                if err == errno.EINTR:
+                    continue
+                raise BenchError(f"{t.path}: io_getevents failed: {os.strerror(err)}")
+            again = []
+            for e in events[:n]:
+                k = int(e.data)
+                inflight -= 1
+                done += 1
+                if e.res == bs:
+                    lat.append(now - start[k])
+                else:
+                    short += 1
+                again.append(k)
+            if now >= deadline_ns or (max_ios is not None and done + inflight >= max_ios):
+                stopping = True
+            if not stopping and again:
+                submit(again)
+    finally:
+        syscall(nr_destroy, ctx)
+        del cbufs
+        for b in bufs:
+            b.close()
+    return lat, short, done
 
 
 def _rand_offsets(lo: int, hi: int, bs: int, seed: int) -> Callable[[int], Callable[[], int]]:
@@ -398,6 +495,7 @@ class BenchConfig:
     zones: int = 16
     seed: int = 1
     warmup_frac: float = 0.15        # of each point's time, as a discarded warm-up run
+    aio: bool = True                 # add native-AIO rows for small random reads at QD > 1
 
     @classmethod
     def quick(cls, **kw: Any) -> "BenchConfig":
@@ -405,14 +503,18 @@ class BenchConfig:
 
 
 # share of the budget per section
-_SHARE = {"sequential": 0.2, "random": 0.2, "seek": 0.15, "zones": 0.15, "queue_depth": 0.15,
-          "cached": 0.05, "first_touch": 0.05, "streams": 0.05}
+_SHARE = {"sequential": 0.2, "random": 0.18, "seek": 0.15, "zones": 0.15, "queue_depth": 0.15,
+          "cached": 0.04, "first_touch": 0.04, "streams": 0.05, "idle_gap": 0.04}
+IDLE_GAPS = (0.0, 1e-3, 10e-3)
 
 
 def run_bench(target: str | os.PathLike[str], config: BenchConfig | None = None, *,
-              direct: bool = True, name: str | None = None,
+              direct: bool = True, name: str | None = None, note: str | None = None,
               progress: Callable[[str], None] | None = None) -> DiskProfile:
-    """Measure ``target`` read-only and return a measured DiskProfile (see module docstring)."""
+    """Measure ``target`` read-only and return a measured DiskProfile (see module docstring).
+
+    ``note`` says what the target is (e.g. "loop device over a file on the root virtio disk");
+    it goes into the description and ``provenance.note``."""
     cfg = config or BenchConfig()
     say = progress or (lambda s: None)
     with open_target(target, direct=direct) as t:
@@ -455,14 +557,18 @@ def run_bench(target: str | os.PathLike[str], config: BenchConfig | None = None,
 
         say("queue depth")
         qd_sizes = [s for s in (4 * KiB, 64 * KiB) if s in sizes] or [sizes[0]]
-        keys = [(bs, d, pat) for pat in ("rand", "seq") for bs in qd_sizes for d in cfg.depths]
+        keys = [(bs, d, pat, "threads") for pat in ("rand", "seq") for bs in qd_sizes
+                for d in cfg.depths]
+        if cfg.aio and aio_available():
+            # the AIO backend reaches higher QD at small blocks than threads can (spec §4.2)
+            keys += [(qd_sizes[0], d, "rand", "aio") for d in cfg.depths if d > 1]
         tables["queue_depth"] = _interleaved(
             cfg, keys,
             lambda key, k: timed_reads(
                 t, key[0], (_rand_offsets(0, span, key[0], rng.randrange(1 << 30)) if key[2] == "rand"
                             else _seq_offsets(rng.randrange(span // 2 // key[0]) * key[0], span, key[0])),
-                depth=key[1], seconds=budget("queue_depth", len(keys))),
-            lambda key: {"size": key[0], "depth": key[1], "pattern": key[2]})
+                depth=key[1], seconds=budget("queue_depth", len(keys)), backend=key[3]),
+            lambda key: {"size": key[0], "depth": key[1], "pattern": key[2], "backend": key[3]})
 
         say("identical-block (cached) latency")
         blk = sizes[0]
@@ -482,6 +588,9 @@ def run_bench(target: str | os.PathLike[str], config: BenchConfig | None = None,
         say("drive read-ahead (interleaved streams)")
         tables["streams"] = _streams(t, span, blk, cfg, rng, budget("streams", len(STREAM_COUNTS)))
 
+        say("isolated-request latency (idle gaps)")
+        tables["idle_gap"] = _idle_gaps(t, span, blk, cfg, rng, cfg.seconds * _SHARE["idle_gap"])
+
         device = {"path": str(target), "kind": t.kind, "size_bytes": t.size,
                   "alignment": t.align, **t.meta}
         try:
@@ -498,10 +607,13 @@ def run_bench(target: str | os.PathLike[str], config: BenchConfig | None = None,
             "repetitions": cfg.reps,
             "budget_s": cfg.seconds,
             "elapsed_s": round(time.time() - t_start, 2),
-            "queue_depth_backend": "threads (os.preadv)",
+            "queue_depth_backend": "threads (os.preadv)" + (
+                "; native AIO (io_submit) for small random reads" if cfg.aio and aio_available() else ""),
             "system": _system_meta(),
             **notes,
         }
+        if note:
+            prov["note"] = note
         return _profile_from_tables(name or Path(str(target)).name, t, tables, device, prov)
 
 
@@ -643,6 +755,35 @@ def _streams(t: Target, span: int, bs: int, cfg: BenchConfig, rng: random.Random
     return rows
 
 
+def _idle_gaps(t: Target, span: int, bs: int, cfg: BenchConfig, rng: random.Random,
+               seconds: float) -> list[dict[str, Any]]:
+    """Random reads with the device left idle between them: NFS read-ahead arrives with gaps,
+    and on the reference VM a 100 ms gap doubled the latency (spec §6.1). Gaps interleaved."""
+    lat: dict[float, list[int]] = {g: [] for g in IDLE_GAPS}
+    per_gap = seconds / len(IDLE_GAPS)
+    buf, view = _buffer(bs)
+    try:
+        for _ in range(cfg.reps):
+            for g in IDLE_GAPS:
+                end = time.perf_counter() + per_gap / cfg.reps
+                n = 0
+                while time.perf_counter() < end or n < 3:
+                    if g:
+                        time.sleep(g)
+                    off = rng.randrange(span // bs) * bs
+                    t0 = time.perf_counter_ns()
+                    got = os.preadv(t.fd, [view[:bs]], off)
+                    t1 = time.perf_counter_ns()
+                    if got == bs:
+                        lat[g].append(t1 - t0)
+                    n += 1
+    finally:
+        view.release()
+        buf.close()
+    return [{"gap_s": g, "size": bs, "ios": len(v), **_pct(np.asarray(v, dtype=np.int64))}
+            for g, v in lat.items()]
+
+
 def _is_flat(values: list[float], spreads: list[dict[str, float]]) -> bool:
     """Flat unless the range across points beats the typical run-to-run (max-min) spread and
     the trend is monotone in more than 3/4 of the steps (spec §6.2, "curves vs noise")."""
@@ -701,8 +842,10 @@ def _profile_from_tables(name: str, t: Target, tables: dict[str, list[dict[str, 
                            readahead_bytes=int(128 * KiB), min_prefetch_bytes=0,
                            hit_overhead_s=float(tables["cached"][0]["p50_s"]))
         sources["drive_cache"] += "; segment size not measurable this way: 128 KiB assumed"
-    desc = (f"measured {t.kind} {device.get('model') or ''} {prov['where']} "
+    desc = (f"measured {t.kind} {device.get('model') or ''} on {prov['where']} "
             f"{prov['when'][:10]} ({prov['mode']})").replace("  ", " ")
+    if prov.get("note"):
+        desc += f": {prov['note']}"
     return DiskProfile(name=name, kind="measured", description=desc, capacity_bytes=t.size,
                        seek_distance_bytes=seek_d, seek_seconds=seek_s,
                        random_positioning_s=random_pos, zone_start_bytes=zstart, zone_mbps=zmbps,

@@ -117,11 +117,12 @@ def plot_profile(profile: "DiskProfile | str | os.PathLike[str]", out: str | os.
     if tb.get("queue_depth"):
         groups: dict[tuple, list[dict[str, Any]]] = {}
         for r in tb["queue_depth"]:
-            groups.setdefault((r.get("pattern", "rand"), r["size"]), []).append(r)
-        for (pat, size), rows in sorted(groups.items()):
+            groups.setdefault((r.get("pattern", "rand"), r["size"], r.get("backend", "threads")),
+                              []).append(r)
+        for (pat, size, backend), rows in sorted(groups.items()):
             rows.sort(key=lambda r: r["depth"])
             line, = ax.plot([r["depth"] for r in rows], [r["iops"]["median"] for r in rows], "o-",
-                            label=f"{pat} {_fmt_size(size)}")
+                            label=f"{pat} {_fmt_size(size)} ({backend})")
             bound = [r for r in rows if r.get("client_bound")]
             if bound:
                 ax.plot([r["depth"] for r in bound], [r["iops"]["median"] for r in bound], "x",
@@ -134,7 +135,7 @@ def plot_profile(profile: "DiskProfile | str | os.PathLike[str]", out: str | os.
         ax.set_xticks([])
         ax.set_yticks([])
     ax.set_title("Throughput by queue depth")
-    ax.set_xlabel("queue depth (threads)")
+    ax.set_xlabel("queue depth (reads in flight)")
     ax.set_ylabel("IOPS")
 
     # 6. caches: identical block, first touch vs re-read, interleaved streams
@@ -145,6 +146,9 @@ def plot_profile(profile: "DiskProfile | str | os.PathLike[str]", out: str | os.
         vals.append(r["p50_s"] * 1e3)
     for r in tb.get("first_touch", []):
         labels.append(f"{r['mode']} {_fmt_size(r['size'])}")
+        vals.append(r["p50_s"] * 1e3)
+    for r in tb.get("idle_gap", []):
+        labels.append(f"random {_fmt_size(r['size'])}, {r['gap_s'] * 1e3:g} ms idle before")
         vals.append(r["p50_s"] * 1e3)
     for r in tb.get("streams", []):
         labels.append(f"{r['streams']} stream{'s' if r['streams'] > 1 else ''}")
@@ -158,7 +162,7 @@ def plot_profile(profile: "DiskProfile | str | os.PathLike[str]", out: str | os.
         ax.barh(range(len(vals)), vals, color="tab:blue")
         ax.set_yticks(range(len(vals)), labels, fontsize=8)
         ax.invert_yaxis()
-    ax.set_title("Caches: p50 latency")
+    ax.set_title("Caches, idle gaps, interleaved streams: p50 latency")
     ax.set_xlabel("ms")
 
     fig.tight_layout()

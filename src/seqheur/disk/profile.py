@@ -43,6 +43,7 @@ TABLE_KEYS: dict[str, tuple[str, ...]] = {
     "cached": ("size", "p50_s"),
     "first_touch": ("mode", "p50_s"),
     "streams": ("streams", "p50_s"),
+    "idle_gap": ("gap_s", "p50_s"),
 }
 
 
