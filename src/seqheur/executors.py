@@ -71,10 +71,12 @@ def run_tasks(fn: Callable[..., Any], arg_list: Sequence[tuple], spec: ExecutorS
             yield i, _guarded(fn, args)
         return
     if spec.kind == "processes":
-        # fork keeps numba's compiled state warm in children; spawn would recompile per worker
+        # Not fork: polars' and numba's thread pools do not survive a fork of a process that
+        # used them (children deadlock). A forkserver forks from a clean single-threaded
+        # process; workers load numba kernels from the on-disk cache.
         import multiprocessing as mp
 
-        ctx = mp.get_context("fork" if os.name == "posix" else "spawn")
+        ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
         with ProcessPoolExecutor(max_workers=spec.workers, mp_context=ctx) as pool:
             futures = {pool.submit(_guarded, fn, args): i for i, args in enumerate(arg_list)}
             for fut in as_completed(futures):
