@@ -224,17 +224,17 @@ def test_oddities_accounted(tmp_path: Path) -> None:
     check_invariants(rep)
     assert rep.records_total == ODD.count(b"\n") + 1 == 25
     assert rep.skipped == {
-        "diagnostic_line": 2, "blank_line": 1, "not_a_record": 3, "unsupported_version": 1,
+        "diagnostic_line": 2, "blank_line": 1, "not_a_record": 2, "unsupported_version": 1,
         "bad_transport": 1, "bad_time": 1, "bad_xid": 1, "unknown_op": 1, "truncated": 1,
         "bad_status": 1, "bad_direction": 1}
-    assert rep.parsed == 11
-    assert {e[0] for e in rep.examples} == {3, 4, 5, 6, 13, 14, 15, 16, 17, 18, 19, 20, 22, 24}
+    assert rep.parsed == 12
+    assert {e[0] for e in rep.examples} == {3, 4, 5, 6, 13, 14, 15, 16, 17, 18, 19, 20, 22}
     assert rep.retransmissions == 1 and rep.extra["duplicate_replies"] == 1
-    assert (rep.matched, rep.orphan_calls, rep.orphan_replies) == (3, 2, 1)
+    assert (rep.matched, rep.orphan_calls, rep.orphan_replies) == (3, 3, 1)
     assert rep.extra["short_packets"] == 1
     assert rep.extra["bad_values"] == 3  # fh 123 (odd), off zz, count 100000000 (> 32 bits)
     rows = rows_by_line(table)
-    assert sorted(rows) == [1, 7, 11, 12, 21, 23]
+    assert sorted(rows) == [1, 7, 11, 12, 21, 23, 24]
     r = rows[1]  # raw nfsdump: hex hosts, padding, real trailers, LONGPKT
     assert (r["client"], r["server"], r["xid"]) == ("0a000001.03f7", "0a000002.0801", 0xA1)
     assert (r["fh"], r["offset"], r["count"]) == (b"\x01\x02", 0x10, 0x1000)
@@ -249,6 +249,8 @@ def test_oddities_accounted(tmp_path: Path) -> None:
     assert (r["fh"], r["offset"], r["count"]) == (None, None, None)
     r = rows[23]  # CRLF line, answered on 25
     assert (r["count"], r["ret_count"], r["eof"]) == (0x10, 0x10, True)
+    r = rows[24]  # NUL bytes separate tokens like blanks: the line behind them is kept
+    assert (r["xid"], r["fh"], r["offset"]) == (0xFE, b"\x1f", None)
 
 
 def test_overlong_line_skipped(tmp_path: Path) -> None:

@@ -83,22 +83,44 @@ _K_SIZE = 5
 _K_EOF = 6
 
 
+def _pack(word: str) -> int:
+    v = 0
+    for ch in word.encode():
+        v = (v << 8) | ch
+    return v
+
+
+# key tokens packed big-endian into an int (tokens of <= 6 bytes), compared in the kernel
+_P_FH = _pack("fh")
+_P_FILE = _pack("file")
+_P_OFF = _pack("off")
+_P_OFFSET = _pack("offset")
+_P_COUNT = _pack("count")
+_P_TCOUNT = _pack("tcount")
+_P_SIZE = _pack("size")
+_P_EOF = _pack("eof")
+
+
 @njit(cache=True, nogil=True, inline="always")
-def _is_ws(c: int) -> bool:
-    return c == 32 or c == 9 or c == 13 or c == 11 or c == 12
+def _tok(buf, seps, nsep, n, q, k):
+    """Next token at or after byte ``q`` on the current line: (start, end, q', k').
+
+    ``seps`` holds the positions of every separator byte (<= 32: blanks, control bytes,
+    newlines) of the buffer, found by numpy in one vectorized pass, and ``seps[k]`` is the
+    first one at or after ``q``; so tokens are found per separator, not per byte. At a
+    newline (or the end of the buffer) the token is empty and the cursor does not move.
+    """
+    while True:
+        e = seps[k] if k < nsep else n
+        if e > q:
+            return q, e, e, k
+        if k >= nsep or buf[e] == 10:
+            return q, q, q, k
+        q = e + 1
+        k += 1
 
 
-@njit(cache=True, nogil=True)
-def _next_tok(buf, p, e):
-    while p < e and _is_ws(buf[p]):
-        p += 1
-    s = p
-    while p < e and not _is_ws(buf[p]):
-        p += 1
-    return s, p
-
-
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _hexval(buf, s, e, maxdigits):
     """(value, ok) of a hex token of at most ``maxdigits`` significant digits."""
     while e - s > maxdigits and buf[s] == 48:  # leading zeros do not count
@@ -121,7 +143,7 @@ def _hexval(buf, s, e, maxdigits):
     return v, True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _timeval(buf, s, e):
     """(ns since epoch, ok) of ``secs[.frac]`` (frac = decimal fraction, 1..9 digits)."""
     sec = np.int64(0)
@@ -153,7 +175,7 @@ def _timeval(buf, s, e):
     return sec * 1000000000 + frac, True
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _eq2(buf, s, e, a, b):
     return e - s == 2 and buf[s] == a and buf[s + 1] == b
 
@@ -227,7 +249,7 @@ def _key_code(buf, s, e):
     return _K_OTHER
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _op_index(buf, s, e):
     n = e - s
     if n > _OPW:
@@ -245,7 +267,7 @@ def _op_index(buf, s, e):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _host_ok(buf, s, e):
     # anonymized "30.0801", raw "0a000001.0801", -v dotted quad "10.0.0.1.0801"
     if e - s == 0 or e - s > 64:
@@ -322,304 +344,348 @@ def _skip(code, line_no, ls, le, skip_counts, ex_line, ex_start, ex_end):
 
 
 @njit(cache=True, nogil=True)
-def parse_chunk(buf, pos, final, max_lines, line_base, max_line,
+def parse_chunk(buf, seps, k0, pos, max_lines, line_base, max_line,
                 h_pool, h_offs, h_lens, h_slots, h_meta,
                 r_kind, r_time, r_client, r_server, r_tr, r_vers, r_xid, r_op, r_line,
                 r_off, r_cnt, r_ret, r_status, r_size, r_flags, fh_offs, fh_data,
                 skip_counts, ex_line, ex_start, ex_end, counters):
-    """Parse up to ``max_lines`` complete lines of ``buf`` starting at byte ``pos``.
+    """Parse up to ``max_lines`` lines of ``buf`` from byte ``pos``; ``buf`` must end at a
+    line end (the caller cuts it after the last newline, or at end of input).
 
-    Returns (next_pos, lines_done, records_done, full): ``full`` is 1 when the host table
-    ran out of room (grow it and call again from ``next_pos``). A line without its newline
-    is left for the next call unless ``final``.
+    ``seps`` are the separator positions of ``buf`` (see ``_tok``) and ``seps[k0]`` the first
+    at or after ``pos``. Returns (next_pos, lines_done, records_done, fh_bytes, full,
+    next_k): ``full`` is 1 when the host table ran out of room (grow it and call again from
+    ``next_pos``, the start of the line not yet done).
     """
     n = buf.shape[0]
+    nsep = seps.shape[0]
+    k = k0
     nl = 0
     nr = 0
     fhpos = np.int64(0)
     fh_offs[0] = 0
     while nl < max_lines and pos < n:
-        le = pos
-        while le < n and buf[le] != 10:
-            le += 1
-        if le >= n and not final:
-            break
         ls = pos
-        nxt = le + 1 if le < n else n
+        q = pos
         line_no = line_base + nl + 1
-        if le - ls > max_line:
-            _skip(13, line_no, ls, ls + 80, skip_counts, ex_line, ex_start, ex_end)
-            pos = nxt
-            nl += 1
-            continue
-        # ---- fixed fields
-        s, t = _next_tok(buf, ls, le)
-        if s == t:
-            _skip(0, line_no, ls, le, skip_counts, ex_line, ex_start, ex_end)
-            pos = nxt
-            nl += 1
-            continue
-        c0 = buf[s]
-        if c0 < 48 or c0 > 57:
-            code = 1 if (c0 == 88 and t - s >= 2 and buf[s + 1] == 88) else 2
-            _skip(code, line_no, ls, le, skip_counts, ex_line, ex_start, ex_end)
-            pos = nxt
-            nl += 1
-            continue
-        tns, ok = _timeval(buf, s, t)
         code = -1
-        if not ok:
-            code = 3
-        if code < 0:
-            s1, t1 = _next_tok(buf, t, le)
-            s2, t2 = _next_tok(buf, t1, le)
-            s3, t3 = _next_tok(buf, t2, le)
-            s4, t4 = _next_tok(buf, t3, le)
-            s5, t5 = _next_tok(buf, t4, le)
-            s6, t6 = _next_tok(buf, t5, le)
-            s7, t7 = _next_tok(buf, t6, le)
+        fh_start = fhpos
+        bad = 0
+        short = False
+        for _once in range(1):  # a block to break out of with a skip code
+            s, t, q, k = _tok(buf, seps, nsep, n, q, k)
+            if s == t:
+                # nothing but separators: blank, or NUL/control bytes (hourly files with
+                # NUL blocks) which are junk, not an empty line
+                code = 0
+                j = ls
+                while j < n and buf[j] != 10:
+                    c = buf[j]
+                    if not (c == 32 or c == 9 or c == 13 or c == 11 or c == 12):
+                        code = 2
+                        break
+                    j += 1
+                break
+            c0 = buf[s]
+            if c0 < 48 or c0 > 57:
+                code = 1 if (c0 == 88 and t - s >= 2 and buf[s + 1] == 88) else 2
+                break
+            tns, ok = _timeval(buf, s, t)
+            if not ok:
+                code = 3
+                break
+            s1, t1, q, k = _tok(buf, seps, nsep, n, q, k)
+            s2, t2, q, k = _tok(buf, seps, nsep, n, q, k)
+            s3, t3, q, k = _tok(buf, seps, nsep, n, q, k)
+            s4, t4, q, k = _tok(buf, seps, nsep, n, q, k)
+            s5, t5, q, k = _tok(buf, seps, nsep, n, q, k)
+            s6, t6, q, k = _tok(buf, seps, nsep, n, q, k)
+            s7, t7, q, k = _tok(buf, seps, nsep, n, q, k)
             if s7 == t7:
                 code = 12
-            elif not _host_ok(buf, s1, t1) or not _host_ok(buf, s2, t2):
+                break
+            if not _host_ok(buf, s1, t1) or not _host_ok(buf, s2, t2):
                 code = 4
-            elif not (t3 - s3 == 1 and (buf[s3] == 85 or buf[s3] == 84)):
+                break
+            if not (t3 - s3 == 1 and (buf[s3] == 85 or buf[s3] == 84)):
                 code = 5
-            elif not (t4 - s4 == 2 and (buf[s4] == 67 or buf[s4] == 82)
-                      and (buf[s4 + 1] == 50 or buf[s4 + 1] == 51)):
+                break
+            if not (t4 - s4 == 2 and (buf[s4] == 67 or buf[s4] == 82)
+                    and (buf[s4 + 1] == 50 or buf[s4 + 1] == 51)):
                 code = 7 if (t4 - s4 >= 2 and (buf[s4] == 67 or buf[s4] == 82)
                              and buf[s4 + 1] == 85) else 6
-        if code < 0:
+                break
             xid, ok = _hexval(buf, s5, t5, 8)
             if not ok:
                 code = 8
-        if code < 0:
+                break
             _proc, ok = _hexval(buf, s6, t6, 8)
             if not ok:
                 code = 9
-        op = -1
-        if code < 0:
+                break
             op = _op_index(buf, s7, t7)
             if op < 0:
                 code = 10
-        if code >= 0:
-            _skip(code, line_no, ls, le, skip_counts, ex_line, ex_start, ex_end)
-            pos = nxt
-            nl += 1
-            continue
-        is_reply = buf[s4] == 82
-        flags = 0
-        status = np.uint64(0)
-        trailer = False
-        short = False
-        p = t7
-        if is_reply:
-            s8, t8 = _next_tok(buf, p, le)
-            p = t8
-            if s8 == t8:
-                code = 12
-            elif _starts_status_eq(buf, s8, t8):
-                # null (and v2 root/writecache) replies have no status token: the trailer's
-                # status= carries it (XXX in the anonymized traces -> unknown)
-                trailer = True
-                status, ok = _hexval(buf, s8 + 7, t8, 8)
-                if ok:
-                    flags |= F_STATUS
-            elif _eq2(buf, s8, t8, 79, 75):  # OK
-                flags |= F_STATUS
-            elif _is_short_marker(buf, s8, t8):
-                short = True
-            else:
-                status, ok = _hexval(buf, s8, t8, 8)
-                if ok:
-                    flags |= F_STATUS
-                else:
-                    code = 11
-        if code >= 0:
-            _skip(code, line_no, ls, le, skip_counts, ex_line, ex_start, ex_end)
-            pos = nxt
-            nl += 1
-            continue
-        # ---- key/value pairs up to the trailer
-        off = np.uint64(0)
-        cnt = np.uint64(0)
-        tcnt = np.uint64(0)
-        have_tcnt = False
-        ret = np.uint64(0)
-        size = np.uint64(0)
-        fh_start = fhpos
-        bad = 0
-        key = -1
-        while not trailer:
-            s, t = _next_tok(buf, p, le)
-            p = t
-            if s == t:
                 break
-            if short:
-                if not is_reply:
-                    if _ends_con(buf, s, t):
-                        trailer = True
-                elif _find_status_eq(buf, s, t) >= 0:
+            is_reply = buf[s4] == 82
+            flags = 0
+            status = np.uint64(0)
+            trailer = False
+            if is_reply:
+                s8, t8, q, k = _tok(buf, seps, nsep, n, q, k)
+                if s8 == t8:
+                    code = 12
+                    break
+                if _starts_status_eq(buf, s8, t8):
+                    # null (and v2 root/writecache) replies have no status token: the
+                    # trailer's status= carries it (XXX in anonymized traces -> unknown)
                     trailer = True
-                continue
-            if not is_reply:
-                if _is_con(buf, s, t):
+                    status, ok = _hexval(buf, s8 + 7, t8, 8)
+                    if ok:
+                        flags |= F_STATUS
+                elif _eq2(buf, s8, t8, 79, 75):  # OK
+                    flags |= F_STATUS
+                elif _is_short_marker(buf, s8, t8):
+                    short = True
+                else:
+                    status, ok = _hexval(buf, s8, t8, 8)
+                    if not ok:
+                        code = 11
+                        break
+                    flags |= F_STATUS
+            # ---- key/value pairs up to the trailer
+            off = np.uint64(0)
+            cnt = np.uint64(0)
+            tcnt = np.uint64(0)
+            have_tcnt = False
+            ret = np.uint64(0)
+            size = np.uint64(0)
+            key = -1
+            while not trailer:
+                s, t, q, k = _tok(buf, seps, nsep, n, q, k)
+                if s == t:
+                    break
+                c = buf[s]
+                m = t - s
+                if short:
+                    if not is_reply:
+                        if _ends_con(buf, s, t):
+                            trailer = True
+                    elif _find_status_eq(buf, s, t) >= 0:
+                        trailer = True
+                    continue
+                # cheap first-byte filters keep helper calls off the per-token path
+                if not is_reply:
+                    if c == 99 and m == 3 and buf[s + 1] == 111 and buf[s + 2] == 110:  # con
+                        trailer = True
+                        break
+                elif c == 115 and m >= 7 and _starts_status_eq(buf, s, t):
                     trailer = True
                     break
-            elif _starts_status_eq(buf, s, t):
-                trailer = True
+                if (c == 83 or c == 43) and _is_short_marker(buf, s, t):
+                    short = True
+                    if not is_reply and _ends_con(buf, s, t):
+                        trailer = True
+                    elif is_reply and _find_status_eq(buf, s, t) >= 0:
+                        trailer = True
+                    continue
+                if key < 0:
+                    key = _K_OTHER
+                    if m <= 6:
+                        v = 0
+                        for j in range(m):
+                            v = (v << 8) | buf[s + j]
+                        if v == _P_FH or v == _P_FILE:
+                            key = _K_FH
+                        elif v == _P_OFF or v == _P_OFFSET:
+                            key = _K_OFF
+                        elif v == _P_COUNT:
+                            key = _K_COUNT
+                        elif v == _P_TCOUNT:
+                            key = _K_TCOUNT
+                        elif v == _P_SIZE:
+                            key = _K_SIZE
+                        elif v == _P_EOF:
+                            key = _K_EOF
+                    continue
+                kc = key
+                key = -1
+                if kc == _K_OTHER:
+                    continue
+                if not is_reply:
+                    if kc == _K_FH:
+                        if flags & F_FH:
+                            continue
+                        okh = m % 2 == 0 and m <= 512
+                        if okh:
+                            for i in range(0, m, 2):
+                                hi = buf[s + i]
+                                lo = buf[s + i + 1]
+                                if 48 <= hi <= 57:
+                                    hv = hi - 48
+                                elif 97 <= hi <= 102:
+                                    hv = hi - 87
+                                elif 65 <= hi <= 70:
+                                    hv = hi - 55
+                                else:
+                                    okh = False
+                                    break
+                                if 48 <= lo <= 57:
+                                    lv = lo - 48
+                                elif 97 <= lo <= 102:
+                                    lv = lo - 87
+                                elif 65 <= lo <= 70:
+                                    lv = lo - 55
+                                else:
+                                    okh = False
+                                    break
+                                fh_data[fhpos + i // 2] = hv * 16 + lv
+                        if okh:
+                            fhpos += m // 2
+                            flags |= F_FH
+                        else:
+                            bad += 1
+                    elif kc == _K_OFF:
+                        if flags & F_OFF:
+                            continue
+                        v, ok = _hexval(buf, s, t, 16)
+                        if ok:
+                            off = v
+                            flags |= F_OFF
+                        else:
+                            bad += 1
+                    elif kc == _K_COUNT:
+                        if flags & F_CNT:
+                            continue
+                        v, ok = _hexval(buf, s, t, 8)
+                        if ok:
+                            cnt = v
+                            flags |= F_CNT
+                        else:
+                            bad += 1
+                    elif kc == _K_TCOUNT:
+                        v, ok = _hexval(buf, s, t, 8)
+                        if ok:
+                            tcnt = v
+                            have_tcnt = True
+                        else:
+                            bad += 1
+                else:
+                    if kc == _K_SIZE:
+                        # first occurrence = the object's post-op attributes (lookup replies
+                        # repeat the group for the directory)
+                        if flags & F_SIZE:
+                            continue
+                        v, ok = _hexval(buf, s, t, 16)
+                        if ok:
+                            size = v
+                            flags |= F_SIZE
+                        else:
+                            bad += 1
+                    elif kc == _K_COUNT:
+                        if flags & F_RET:
+                            continue
+                        v, ok = _hexval(buf, s, t, 8)
+                        if ok:
+                            ret = v
+                            flags |= F_RET
+                        else:
+                            bad += 1
+                    elif kc == _K_EOF:
+                        if flags & F_EOF:
+                            continue
+                        v, ok = _hexval(buf, s, t, 8)
+                        if ok:
+                            flags |= F_EOF
+                            if v != 0:
+                                flags |= F_EOFV
+                        else:
+                            bad += 1
+            if not trailer:
+                code = 12
                 break
-            if _is_short_marker(buf, s, t):
-                short = True
-                if not is_reply and _ends_con(buf, s, t):
-                    trailer = True
-                elif is_reply and _find_status_eq(buf, s, t) >= 0:
-                    trailer = True
-                continue
-            if key < 0:
-                key = _key_code(buf, s, t)
-                continue
-            k = key
-            key = -1
-            if k == _K_OTHER:
-                continue
-            if not is_reply:
-                if k == _K_FH:
-                    if flags & F_FH:
-                        continue
-                    m = t - s
-                    if m % 2 != 0 or m > 512:
-                        bad += 1
-                        continue
-                    okh = True
-                    for i in range(0, m, 2):
-                        hi = buf[s + i]
-                        lo = buf[s + i + 1]
-                        if 48 <= hi <= 57:
-                            hv = hi - 48
-                        elif 97 <= hi <= 102:
-                            hv = hi - 87
-                        elif 65 <= hi <= 70:
-                            hv = hi - 55
-                        else:
-                            okh = False
-                            break
-                        if 48 <= lo <= 57:
-                            lv = lo - 48
-                        elif 97 <= lo <= 102:
-                            lv = lo - 87
-                        elif 65 <= lo <= 70:
-                            lv = lo - 55
-                        else:
-                            okh = False
-                            break
-                        fh_data[fhpos + i // 2] = hv * 16 + lv
-                    if okh:
-                        fhpos += m // 2
-                        flags |= F_FH
-                    else:
-                        bad += 1
-                elif k == _K_OFF:
-                    if flags & F_OFF:
-                        continue
-                    v, ok = _hexval(buf, s, t, 16)
-                    if ok:
-                        off = v
-                        flags |= F_OFF
-                    else:
-                        bad += 1
-                elif k == _K_COUNT:
-                    if flags & F_CNT:
-                        continue
-                    v, ok = _hexval(buf, s, t, 8)
-                    if ok:
-                        cnt = v
-                        flags |= F_CNT
-                    else:
-                        bad += 1
-                elif k == _K_TCOUNT:
-                    v, ok = _hexval(buf, s, t, 8)
-                    if ok:
-                        tcnt = v
-                        have_tcnt = True
-                    else:
-                        bad += 1
+            # ---- accepted: intern hosts (client first as in the call)
+            if is_reply:
+                cs, ce, ss, se = s2, t2, s1, t1
             else:
-                if k == _K_SIZE:
-                    # first occurrence = the object's post-op attributes (lookup replies
-                    # repeat the group for the directory)
-                    if flags & F_SIZE:
-                        continue
-                    v, ok = _hexval(buf, s, t, 16)
-                    if ok:
-                        size = v
-                        flags |= F_SIZE
-                    else:
-                        bad += 1
-                elif k == _K_COUNT:
-                    if flags & F_RET:
-                        continue
-                    v, ok = _hexval(buf, s, t, 8)
-                    if ok:
-                        ret = v
-                        flags |= F_RET
-                    else:
-                        bad += 1
-                elif k == _K_EOF:
-                    if flags & F_EOF:
-                        continue
-                    v, ok = _hexval(buf, s, t, 8)
-                    if ok:
-                        flags |= F_EOF
-                        if v != 0:
-                            flags |= F_EOFV
-                    else:
-                        bad += 1
-        if not trailer:
+                cs, ce, ss, se = s1, t1, s2, t2
+            # look-up inline (a helper call per host costs more than the hashing); only a
+            # first sighting goes to _intern
+            cid = -1
+            sid = -1
+            mask = np.uint64(h_slots.shape[0] - 1)
+            for which in range(2):
+                hs = cs if which == 0 else ss
+                he = ce if which == 0 else se
+                hh = np.uint64(1469598103934665603)
+                for i in range(hs, he):
+                    hh = (hh ^ np.uint64(buf[i])) * np.uint64(1099511628211)
+                j = hh & mask
+                hid = -1
+                hl = he - hs
+                while True:
+                    idx = h_slots[j]
+                    if idx < 0:
+                        break
+                    if h_lens[idx] == hl:
+                        o = h_offs[idx]
+                        same = True
+                        for i in range(hl):
+                            if h_pool[o + i] != buf[hs + i]:
+                                same = False
+                                break
+                        if same:
+                            hid = idx
+                            break
+                    j = (j + np.uint64(1)) & mask
+                if hid < 0:
+                    hid = _intern(buf, hs, he, h_pool, h_offs, h_lens, h_slots, h_meta)
+                if which == 0:
+                    cid = hid
+                else:
+                    sid = hid
+            if cid < 0 or sid < 0:
+                fh_offs[nr] = fh_start
+                return ls, nl, nr, fh_start, 1, k0
+            if not is_reply and (flags & F_CNT) == 0 and have_tcnt:
+                cnt = tcnt
+                flags |= F_CNT
+            if short:
+                flags |= F_SHORT
+            r_kind[nr] = 1 if is_reply else 0
+            r_time[nr] = tns
+            r_client[nr] = cid
+            r_server[nr] = sid
+            r_tr[nr] = 1 if buf[s3] == 84 else 0
+            r_vers[nr] = buf[s4 + 1] - 48
+            r_xid[nr] = np.uint32(xid)
+            r_op[nr] = op
+            r_line[nr] = line_no
+            r_off[nr] = off
+            r_cnt[nr] = np.uint32(cnt)
+            r_ret[nr] = np.uint32(ret)
+            r_status[nr] = np.uint32(status)
+            r_size[nr] = size
+            r_flags[nr] = flags
+        # ---- to the end of the line (the first newline separator at or after q)
+        while k < nsep and (seps[k] < q or buf[seps[k]] != 10):
+            k += 1
+        le = seps[k] if k < nsep else n
+        if le - ls > max_line:
+            code = 13
+        if code >= 0:
             fhpos = fh_start
-            _skip(12, line_no, ls, le, skip_counts, ex_line, ex_start, ex_end)
-            pos = nxt
-            nl += 1
-            continue
-        # ---- accepted: intern hosts (client first as in the call)
-        if is_reply:
-            cs, ce, ss, se = s2, t2, s1, t1
+            _skip(code, line_no, ls, le, skip_counts, ex_line, ex_start, ex_end)
         else:
-            cs, ce, ss, se = s1, t1, s2, t2
-        cid = _intern(buf, cs, ce, h_pool, h_offs, h_lens, h_slots, h_meta)
-        sid = -2
-        if cid >= 0:
-            sid = _intern(buf, ss, se, h_pool, h_offs, h_lens, h_slots, h_meta)
-        if cid < 0 or sid < 0:
-            fhpos = fh_start
-            return pos, nl, nr, fhpos, 1
-        if not is_reply and (flags & F_CNT) == 0 and have_tcnt:
-            cnt = tcnt
-            flags |= F_CNT
-        if short:
-            flags |= F_SHORT
-            counters[C_SHORT] += 1
-        counters[C_BAD_VALUES] += bad
-        r_kind[nr] = 1 if is_reply else 0
-        r_time[nr] = tns
-        r_client[nr] = cid
-        r_server[nr] = sid
-        r_tr[nr] = 1 if buf[s3] == 84 else 0
-        r_vers[nr] = buf[s4 + 1] - 48
-        r_xid[nr] = np.uint32(xid)
-        r_op[nr] = op
-        r_line[nr] = line_no
-        r_off[nr] = off
-        r_cnt[nr] = np.uint32(cnt)
-        r_ret[nr] = np.uint32(ret)
-        r_status[nr] = np.uint32(status)
-        r_size[nr] = size
-        r_flags[nr] = flags
-        fh_offs[nr + 1] = fhpos
-        nr += 1
-        pos = nxt
+            if short:
+                counters[C_SHORT] += 1
+            counters[C_BAD_VALUES] += bad
+            nr += 1
+            fh_offs[nr] = fhpos
+        pos = le + 1 if le < n else n
+        k += 1
         nl += 1
-    return pos, nl, nr, fhpos, 0
-
+    return pos, nl, nr, fhpos, 0, k
 
 # ---- call/reply join -------------------------------------------------------------------------
 

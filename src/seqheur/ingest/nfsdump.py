@@ -231,58 +231,71 @@ class _Parser:
         buf = b""
         pos = 0
         eof = False
+        seps_for: tuple[int, int] = (0, -1)
+        arr = seps = np.zeros(0, dtype=np.int64)
         with open_input(self.path) as f:
             while True:
-                if pos >= len(buf) and eof:
-                    break
-                arr = np.frombuffer(buf, dtype=np.uint8)
-                need = n_fh + (len(buf) - pos) // 2 + 16
-                if need > self.fh_data.shape[0]:
-                    grown = np.zeros(_pow2(need), dtype=np.uint8)
-                    grown[:n_fh] = self.fh_data[:n_fh]
-                    self.fh_data = grown
-                self.skip_counts[:] = 0
-                o = self.out
-                nxt, nl, nr, nfh, full = K.parse_chunk(
-                    arr, pos, eof, opts.chunk_lines - n_lines, self.lines + n_lines,
-                    opts.max_line_bytes,
-                    self.hosts.pool, self.hosts.offs, self.hosts.lens, self.hosts.slots,
-                    self.hosts.meta,
-                    o["kind"][n_rec:], o["time"][n_rec:], o["client"][n_rec:],
-                    o["server"][n_rec:], o["tr"][n_rec:], o["vers"][n_rec:], o["xid"][n_rec:],
-                    o["op"][n_rec:], o["line"][n_rec:], o["off"][n_rec:], o["cnt"][n_rec:],
-                    o["ret"][n_rec:], o["status"][n_rec:], o["size"][n_rec:],
-                    o["flags"][n_rec:], self.fh_offs[n_rec:], self.fh_data[n_fh:],
-                    self.skip_counts, self.ex_line, self.ex_start, self.ex_end, self.counters)
-                # the kernel writes offsets relative to its slice, starting with a 0 at
-                # fh_offs[n_rec] even when it parses nothing
-                self.fh_offs[n_rec:n_rec + nr + 1] += n_fh
-                self._note_skips(buf)
-                n_lines += nl
-                n_rec += nr
-                n_fh += nfh
-                pos = nxt
-                if full:
-                    self.hosts.grow()
-                    continue
-                if n_lines >= opts.chunk_lines:
-                    yield self._emit(n_rec, n_fh)
-                    self.lines += n_lines
-                    n_lines = n_rec = n_fh = 0
-                    continue
+                # the kernel sees whole lines only: up to the last newline (all at the end)
                 if eof:
-                    continue  # final parse consumed everything
-                # out of complete lines: read more
-                rest = len(buf) - pos
-                if rest > opts.max_line_bytes:
+                    limit = len(buf)
+                else:
+                    k = buf.rfind(b"\n", pos)
+                    limit = k + 1 if k >= 0 else pos
+                if limit > pos:
+                    if seps_for != (id(buf), limit):
+                        arr = np.frombuffer(buf, dtype=np.uint8, count=limit)
+                        # every byte <= 32 separates tokens; one vectorized pass per buffer
+                        seps = np.flatnonzero(arr <= 32)
+                        seps_for = (id(buf), limit)
+                    k0 = int(np.searchsorted(seps, pos))
+                    need = n_fh + (limit - pos) // 2 + 16
+                    if need > self.fh_data.shape[0]:
+                        grown = np.zeros(_pow2(need), dtype=np.uint8)
+                        grown[:n_fh] = self.fh_data[:n_fh]
+                        self.fh_data = grown
+                    self.skip_counts[:] = 0
+                    o = self.out
+                    nxt, nl, nr, nfh, full, _k = K.parse_chunk(
+                        arr, seps, k0, pos, opts.chunk_lines - n_lines, self.lines + n_lines,
+                        opts.max_line_bytes,
+                        self.hosts.pool, self.hosts.offs, self.hosts.lens, self.hosts.slots,
+                        self.hosts.meta,
+                        o["kind"][n_rec:], o["time"][n_rec:], o["client"][n_rec:],
+                        o["server"][n_rec:], o["tr"][n_rec:], o["vers"][n_rec:],
+                        o["xid"][n_rec:], o["op"][n_rec:], o["line"][n_rec:],
+                        o["off"][n_rec:], o["cnt"][n_rec:], o["ret"][n_rec:],
+                        o["status"][n_rec:], o["size"][n_rec:], o["flags"][n_rec:],
+                        self.fh_offs[n_rec:], self.fh_data[n_fh:],
+                        self.skip_counts, self.ex_line, self.ex_start, self.ex_end,
+                        self.counters)
+                    # the kernel writes offsets relative to its slice, starting with a 0 at
+                    # fh_offs[n_rec] even when it parses nothing
+                    self.fh_offs[n_rec:n_rec + nr + 1] += n_fh
+                    self._note_skips(buf)
+                    n_lines += nl
+                    n_rec += nr
+                    n_fh += nfh
+                    pos = nxt
+                    if full:
+                        self.hosts.grow()
+                        continue
+                    if n_lines >= opts.chunk_lines:
+                        yield self._emit(n_rec, n_fh)
+                        self.lines += n_lines
+                        n_lines = n_rec = n_fh = 0
+                        continue
+                    if pos < limit:
+                        continue
+                if eof:
+                    break
+                # out of whole lines: read more
+                if len(buf) - pos > opts.max_line_bytes:
                     # one line longer than the limit: skip it without holding it
                     self.report.skip("overlong_line", record=self.lines + n_lines + 1,
                                      detail=_show(buf[pos:pos + 80]))
                     n_lines += 1
-                    buf, eof = self._discard_line(f), False
-                    pos = 0
-                    if buf is None:
-                        buf, eof = b"", True
+                    after = self._discard_line(f)
+                    buf, pos, eof = (b"", 0, True) if after is None else (after, 0, False)
                     if n_lines >= opts.chunk_lines:
                         yield self._emit(n_rec, n_fh)
                         self.lines += n_lines
