@@ -23,7 +23,7 @@ from ..io import write_json
 from .capture import Tcpdump
 from .proc import MARKER, Processes, wait_until
 from .scenarios import LabError
-from .server import EXPORT, ganesha_config, start_ganesha, start_rpcbind
+from .server import EXPORT, ganesha_config, serious_log_lines, start_ganesha, start_rpcbind
 
 
 
@@ -85,7 +85,7 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
         (work / "recovery").mkdir(exist_ok=True)
         conf.write_text(ganesha_config(Path(plan["export"]), work / "recovery"))
         t0 = time.monotonic()
-        _, timings["ganesha_ready_s"] = start_ganesha(
+        ganesha, timings["ganesha_ready_s"] = start_ganesha(
             procs, conf, work / "ganesha.log", work / "ganesha.pid", (3, plan["version"]))
         timings["server_start_s"] = time.monotonic() - t0
         dump = Tcpdump.start(procs, Path(plan["pcap"]))
@@ -151,6 +151,9 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
                 result["errors"].append(f"fusebridge exited with {bridge.popen.returncode}: "
                                         f"{(work / 'fusebridge.err').read_text()[-1000:]}")
         result["tcpdump"] = dump.stop()
+        if ganesha.popen.poll() is not None:
+            result["errors"].append(f"ganesha died during the run (exit {ganesha.popen.poll()}): "
+                                    f"{serious_log_lines(work / 'ganesha.log')}")
         result["ok"] = not result["errors"]
     except (LabError, _Stop, OSError, subprocess.SubprocessError) as exc:
         result["errors"].append(f"{type(exc).__name__}: {exc}")

@@ -274,8 +274,11 @@ def run_scenario(scenario: Scenario, out_dir: Path, work: Path, export: Path,
         man["app_reads"] = {"columns": mf.APP_COLUMNS, "rows": app_rows}
     write_text(mf.dumps(man), out_dir / f"{scenario.name}.manifest.json")
     if not ok:
-        failed = {k: v for k, v in checks.items() if v in (False, None) or
-                  (k in ("client_data_mismatches", "failed_reads", "unfinished_reads") and v)}
+        counts = ("client_data_mismatches", "failed_reads", "unfinished_reads",
+                  "missing_from_capture", "extra_in_capture", "unknown_file_handles",
+                  "tcpdump_dropped_by_kernel")
+        failed = {k: v for k, v in checks.items()
+                  if (k in counts and v) or (k not in counts and (v is False or v is None))}
         raise LabError(f"{scenario.name}: verification failed: {failed} (work kept in {sdir})")
     if not options.keep_work:
         shutil.rmtree(sdir)
