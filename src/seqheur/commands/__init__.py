@@ -10,6 +10,7 @@ import click
 MODULES = [
     "disk",  # bench, bench plot, profiles
     "data",  # ingest, synth, stats
+    "export",  # export --format nfsdump
     "detect",  # detectors, tables, detect
     "replay",  # replay
     "report",  # compare, reproduce, sweep
