@@ -11,6 +11,11 @@ Figures:
   first ``detect`` (compiles the loop); warm start: the same in a fresh process that finds the
   on-disk caches.
 
+The uniform hash of 32 files into 64 slots makes some files collide, and every READ of a
+displaced file walks the probe sequence decaying use counts, as the kernel does; how many
+collide depends on the file ids and seed, so the dense hash (no collisions for 32 files) and
+two more seeds are measured beside the default.
+
 Peer: the plain-Python transcription of the spec (``seqheur.heuristics._reference``), run on a
 prefix of the same stream and checked to give identical seqcounts.
 """
@@ -58,8 +63,9 @@ def make_stream(n: int, seed: int = 1):
                       np.full(n, K8, np.int32), ids)
 
 
-def loop_rates(stream, det: str, table: str, reps: int) -> tuple[list[float], list[float]]:
-    """(CPU-time rates, wall rates) in requests/s of the specialised loop alone."""
+def loop_rates(stream, det: str, table: str, reps: int) -> tuple[list[float], list[float], int]:
+    """(CPU-time rates, wall rates) in requests/s of the specialised loop alone, and the
+    table ejections of one pass."""
     from seqheur.detect import make_state
     from seqheur.heuristics._kernel import detect_loop
     from seqheur.heuristics.registry import parse_detector
@@ -82,7 +88,7 @@ def loop_rates(stream, det: str, table: str, reps: int) -> tuple[list[float], li
         if rep:  # the first pass is warm-up (page faults on the output arrays)
             cpu.append(n / (c1 - c0))
             wall.append(n / (w1 - w0))
-    return cpu, wall
+    return cpu, wall, int(counters[1])
 
 
 def startup(reps: int) -> tuple[list[float], list[float]]:
@@ -128,21 +134,25 @@ def main() -> int:
     if got.tolist() != ref:
         raise SystemExit("kernel and Python reference disagree")
 
-    pairs = [("freebsd4", "nfsheur:64x4"), ("slowdown", "nfsheur:64x4"),
-             ("freebsd", "nfsheur:1031x32"), ("cursor", "nfsheur:1017x32"),
-             ("freebsd4", "ideal"), ("freebsd4", "raparms"), ("zfetch", "ideal")]
+    pairs = [("freebsd4", "nfsheur:64x4"), ("freebsd4", "nfsheur:64x4:hash=dense"),
+             ("freebsd4", "nfsheur:64x4:seed=1"), ("freebsd4", "nfsheur:64x4:seed=2"),
+             ("slowdown", "nfsheur:64x4"), ("freebsd", "nfsheur:1031x32"),
+             ("cursor", "nfsheur:1017x32"), ("freebsd4", "ideal"), ("freebsd4", "raparms"),
+             ("zfetch", "ideal")]
     for det, table in pairs:
-        cpu, wall = loop_rates(stream, det, table, reps)
-        target = det == "freebsd4" and table == "nfsheur:64x4"
+        cpu, wall, ejections = loop_rates(stream, det, table, reps)
+        target = det == "freebsd4" and table in ("nfsheur:64x4", "nfsheur:64x4:hash=dense")
         fig = {"metric": f"loop {det} + {table} (M req/s/core)", "unit": "M requests/s",
-               "seqheur": summarize([x / 1e6 for x in cpu])}
+               "seqheur": summarize([x / 1e6 for x in cpu]), "table_ejections": ejections}
         if target:
+            fig.update({"target": ">= 100", "met": bool(np.median(cpu) >= 100e6)})
+        if (det, table) == ("freebsd4", "nfsheur:64x4"):  # the peer ran this very pair
             fig.update({"peer": summarize([x / 1e6 for x in peer]),
                         "peer_name": "plain Python transcription of the spec",
-                        "ratio": float(np.median(cpu) / np.median(peer)),
-                        "target": ">= 100", "met": bool(np.median(cpu) >= 100e6)})
+                        "ratio": float(np.median(cpu) / np.median(peer))})
         figures.append(fig)
-        notes.append(f"{det}+{table}: wall median {np.median(wall) / 1e6:.1f} M/s")
+        notes.append(f"{det}+{table}: wall median {np.median(wall) / 1e6:.1f} M/s, "
+                     f"{ejections} ejections")
 
     whole = []
     for _ in range(reps):
