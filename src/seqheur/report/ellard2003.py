@@ -207,8 +207,8 @@ def findings(readers, strides, setup: Setup) -> list[Finding]:
             f"In the replay the 64x4 table ejects too rarely to erase SlowDown's gain: default, n={nmax}: "
             f"{_losses(readers, profile=prof, table='freebsd4', detector='freebsd4', readers=nmax, reorder=p)}; "
             f"SlowDown: {_losses(readers, profile=prof, table='freebsd4', detector='slowdown', readers=nmax, reorder=p)}. "
-            "Ejections depend on where the files' vnodes hash (hash=uniform here); the paper's "
-            "server ran other activity too, whose files shared the table."))
+            "Ejections depend on where the files' vnodes hash (hash=uniform here: arbitrary "
+            "vnode addresses; try table nfsheur:64x4:hash=dense in a sweep)."))
         # Figure 7: with the enlarged table SlowDown and default match always
         for det, label in (("slowdown", "SlowDown"), ("freebsd4", "the default heuristic")):
             r = [ratio(det, "always", "ellard", n, p, prof) for n in setup.readers]
