@@ -335,3 +335,14 @@ def test_public_api_names() -> None:
 
     assert seqheur.read_nfsdump is read_nfsdump
     assert seqheur.scan_nfsdump is scan_nfsdump
+
+
+def test_times_beyond_int64_ns_are_bad_time(tmp_path: Path) -> None:
+    # found by the fuzz test: 11-digit seconds overflowed int64 nanoseconds
+    p = tmp_path / "t.txt"
+    p.write_bytes(b"99999999999.000000 1.0001 0.0801 U C3 a1 1 getattr fh 00 con = XXX len = XXX\n"
+                  b"9223372036.000000 1.0001 0.0801 U C3 a2 1 getattr fh 00 con = XXX len = XXX\n"
+                  b"9223372035.999999 1.0001 0.0801 U C3 a3 1 getattr fh 00 con = XXX len = XXX\n")
+    table, rep = read_nfsdump(p)
+    assert rep.skipped == {"bad_time": 2}
+    assert as_ns(table.column("time")[0].as_py()) == 9223372035 * NS + 999999 * 1000

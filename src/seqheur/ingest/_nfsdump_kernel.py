@@ -153,7 +153,8 @@ def _timeval(buf, s, e):
         sec = sec * 10 + (buf[i] - 48)
         i += 1
         nd += 1
-    if nd == 0 or nd > 11:
+    # int64 nanoseconds end in 2262: later (garbage) times are rejected, not wrapped
+    if nd == 0 or nd > 10 or sec > 9_223_372_035:
         return np.int64(0), False
     frac = np.int64(0)
     fd = 0
