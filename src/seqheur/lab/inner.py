@@ -45,10 +45,14 @@ def _run(argv: list[str], **kw: Any) -> str:
 
 def _network() -> dict[str, Any]:
     """Bring up lo and prove the namespace has no other interface and only loopback addresses."""
+    # No IPv6 at all (sysctls under net/ are per network namespace): 127.0.0.1 is then the
+    # namespace's one and only address.
+    for conf in ("all", "default", "lo"):
+        Path(f"/proc/sys/net/ipv6/conf/{conf}/disable_ipv6").write_text("1\n")
     _run(["ip", "link", "set", "lo", "up"])
     links = [line.split(":")[1].strip() for line in _run(["ip", "-o", "link"]).splitlines()]
     addrs = [line.split()[3] for line in _run(["ip", "-o", "addr"]).splitlines()]
-    if links != ["lo"] or not set(addrs) <= {"127.0.0.1/8", "::1/128"}:
+    if links != ["lo"] or addrs != ["127.0.0.1/8"]:
         raise LabError(f"namespace is not loopback-only: links {links}, addresses {addrs}")
     # Namespace identities (inode numbers, as /proc/PID/ns/* show them on the host too), so a
     # caller can check afterwards that nothing lives in them any more.

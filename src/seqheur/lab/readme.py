@@ -32,8 +32,9 @@ How a capture is made (details: `docs/capture-lab.md`):
   which issues READs in a pattern with N in flight; or, for `fuse-*` captures, a plain reader doing
   `pread()` on a FUSE bridge (`fusebridge`, libfuse 3 + libnfs), so that the **Linux kernel's
   readahead** (`read_ahead_kb` set on the bridge's bdi) decides the NFS READs.
-* **Network:** everything runs inside a fresh network namespace (`unshare --net --mount`) whose
-  only interface is `lo`; client and server are both 127.0.0.1. tcpdump captures `lo` with full
+* **Network:** everything runs inside fresh network, mount and PID namespaces
+  (`unshare --net --mount --pid`) whose only interface is `lo`, with IPv6 disabled; client and
+  server are both 127.0.0.1, the only address in every capture. tcpdump captures `lo` with full
   packets (`-s 0`), filter `port 2049 or port 20048 or port 111`; the pcap is gzipped (level 9).
 * **Verification (all passed for every file here):** tshark's READ calls equal the READs the
   client logged (file, offset, count; and, per TCP connection, the same order); every READ call

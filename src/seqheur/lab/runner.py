@@ -34,7 +34,7 @@ from .data import write_file
 
 from .proc import MARKER, _die_with_parent
 from .scenarios import LabError, Scenario, get, plan_app_reads, plan_reads
-from .tshark import decode_reads
+from .tshark import addresses, decode_reads
 
 TOOLS = ("unshare", "ip", "mount", "mountpoint", "rpcbind", "rpcinfo", "ganesha.nfsd", "nfs-ls",
          "tcpdump", "tshark", "gcc", "pkg-config")
@@ -231,11 +231,12 @@ def run_scenario(scenario: Scenario, out_dir: Path, work: Path, export: Path,
         "failed_reads": failures,
         "unfinished_reads": unfinished,
         "tcpdump_dropped_by_kernel": result["tcpdump"]["dropped_by_kernel"],
+        "capture_addresses": addresses(pcap),
     })
     ok = (checks["capture_equals_manifest"] and checks["per_connection_order_equal"]
           and checks["all_replied"] and plan_ok and data_mismatches == 0 and failures == 0
           and unfinished == 0 and checks["tcpdump_dropped_by_kernel"] == 0
-          and checks["issued_reads"] > 0)
+          and checks["issued_reads"] > 0 and checks["capture_addresses"] == ["127.0.0.1"])
     checks["ok"] = bool(ok)
 
     gz = out_dir / f"{scenario.name}.pcap.gz"
@@ -279,6 +280,8 @@ def run_scenario(scenario: Scenario, out_dir: Path, work: Path, export: Path,
                   "tcpdump_dropped_by_kernel")
         failed = {k: v for k, v in checks.items()
                   if (k in counts and v) or (k not in counts and (v is False or v is None))}
+        if checks["capture_addresses"] != ["127.0.0.1"]:
+            failed["capture_addresses"] = checks["capture_addresses"]
         raise LabError(f"{scenario.name}: verification failed: {failed} (work kept in {sdir})")
     if not options.keep_work:
         shutil.rmtree(sdir)

@@ -125,3 +125,18 @@ def _finish(proc: subprocess.Popen[bytes], pcap: Path) -> None:
     err = proc.stderr.read().decode(errors="replace")
     if proc.wait() != 0:
         raise LabError(f"tshark failed on {pcap}: {err.strip()}")
+
+
+def addresses(pcap: Path) -> list[str]:
+    """Every IPv4/IPv6 address in the capture (the lab requires exactly ["127.0.0.1"])."""
+    exe = tshark_args()[0]
+    proc = subprocess.Popen([exe, "-n", "-r", str(pcap), "-T", "fields", "-E", "occurrence=a",
+                             "-E", "aggregator=,", "-e", "ip.src", "-e", "ip.dst", "-e", "ipv6.src",
+                             "-e", "ipv6.dst"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    seen: set[str] = set()
+    for line in proc.stdout:
+        for col in line.decode().rstrip("\n").split("\t"):
+            seen.update(a for a in col.split(",") if a)
+    _finish(proc, pcap)
+    return sorted(seen)
