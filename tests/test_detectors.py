@@ -305,3 +305,38 @@ def test_real_campus_reads_golden(shared_dir) -> None:
     for det, want in expect.items():
         for table in ("freebsd4", "ellard", "ideal"):
             assert seqheur.detect(s, det, table).seqcount.tolist() == want, (det, table)
+
+
+def test_zfetch_future_ranges_fill_by_hand() -> None:
+    rec = 1 << 17
+    # stream at 1; block 3 and 2 are stored ahead (holes 2, then 1 > end/4); block 1 hits
+    # and swallows the merged range [2, 4): advances 3 records -> pf_dist 3 records
+    assert seq("zfetch", [0, 3 * rec, 2 * rec, rec, 4 * rec], counts=rec) == [0, 0, 0, 3, 6]
+    # a range 1 block beyond 3 stored ranges with holes <= 1/4: 0, then 8 ahead ... accepted
+    offs = [0] + [b * rec for b in (2, 3, 4, 5, 6, 7, 8, 9)]
+    # after block 2 (hole 1 > 2>>2=0), 3 (hole 1 > 3>>2=0), 4 (hole 1 <= 4>>2=1): advance
+    assert seq("zfetch", offs, counts=rec)[:4] == [0, 0, 0, 4]
+
+
+def test_zfetch_ten_ranges_drop_the_last() -> None:
+    rec = 1 << 17
+    # stream at 1, then 10 isolated blocks far enough apart that holes stay > 1/4: the 10th
+    # insertion lands after the 9 stored ranges and is dropped; block 1 then hits only up to
+    # the first range
+    blocks = [0] + [10 + 10 * k for k in range(10)] + [1]
+    s = seq("zfetch", [b * rec for b in blocks], counts=rec)
+    assert s[1:11] == [0] * 10
+    assert s[11] == 1  # hit of 1 record: the first stored range (10..11) is 9 blocks away
+
+
+def test_zfetch_stream_limit_and_reuse_in_seconds() -> None:
+    rec = 1 << 17
+    sec = 1_000_000_000
+    blocks = [0, 1000, 2000, 1001, 2000, 1, 2001, 1002]
+    times = [0, 1, 2, 3, sec + sec // 2, sec + sec // 2 + 1, sec + sec // 2 + 2, sec + sec // 2 + 3]
+    r = seqheur.detect(ReadStream.from_arrays([0] * 8, [b * rec for b in blocks], rec,
+                                              time_ns=times), "zfetch:max_streams=2", "ideal")
+    # 2000 at second 0: both streams are fresh (atime = now - 1 s, not older): no stream;
+    # at second 1 the never-hit stream of block 0 is reused for 2000; block 1 then finds no
+    # stream and none reusable; 2001 and 1002 hit (1002's distance doubles to 2 records)
+    assert r.seqcount.tolist() == [0, 0, 0, 1, 0, 0, 1, 2]

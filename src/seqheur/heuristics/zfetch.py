@@ -15,7 +15,9 @@ each {``blkid`` = next expected record, ``atime``, ``pf_dist``, data window
 * overlapping the stream head → hit of the part beyond ``blkid``;
 * behind within ``R`` and the stream used within ``max_sec_reap`` → ignored;
 * otherwise a new stream at the end of the access (reaping streams idle ``max_sec_reap``,
-  else recycling the oldest idle ``min_sec_reap``; a new stream's ``atime`` is ``now - 1 s``).
+  else recycling the oldest idle ``min_sec_reap``; a new stream's ``atime`` is
+  ``now - min_sec_reap``). Stream times are whole seconds (``time_ns // 1e9``), as the
+  kernel's ``gethrestime_sec()``.
 
 On a hit of ``n > 0`` records: ``pf_dist := n·recordsize`` if smaller, else doubled while
 below ``min_distance``, else grown by 1/8 if the stream's ``more`` flag is set, capped at
@@ -140,23 +142,28 @@ def _future(state, b, blkid, n, hole_shift):
             end = state[b + S_R0 + 2 * j + 1]
         j += 1
     merged = j - k
-    if merged == 0 and nr >= NRANGES:
-        pass  # all slots used: the range is dropped
-    else:
-        # replace ranges k..j-1 by one range: shift the tail by (1 - merged)
-        delta = 1 - merged
-        if delta > 0:
-            for q in range(nr - 1, j - 1, -1):
-                state[b + S_R0 + 2 * (q + delta)] = state[b + S_R0 + 2 * q]
-                state[b + S_R0 + 2 * (q + delta) + 1] = state[b + S_R0 + 2 * q + 1]
-        elif delta < 0:
-            for q in range(j, nr):
-                state[b + S_R0 + 2 * (q + delta)] = state[b + S_R0 + 2 * q]
-                state[b + S_R0 + 2 * (q + delta) + 1] = state[b + S_R0 + 2 * q + 1]
+    if merged == 0:
+        if k >= NRANGES:
+            return 0  # no slot after the last range: the access is dropped, no fill check
+        # insert at k; when all slots are used the last range falls off the end
+        top = nr if nr < NRANGES else NRANGES - 1
+        for q in range(top - 1, k - 1, -1):
+            state[b + S_R0 + 2 * (q + 1)] = state[b + S_R0 + 2 * q]
+            state[b + S_R0 + 2 * (q + 1) + 1] = state[b + S_R0 + 2 * q + 1]
         state[b + S_R0 + 2 * k] = start
         state[b + S_R0 + 2 * k + 1] = end
-        nr = nr + delta
-        state[b + S_NR] = nr
+        nr = top + 1
+    else:
+        # ranges k..j-1 become one: shift the tail down by merged - 1
+        state[b + S_R0 + 2 * k] = start
+        state[b + S_R0 + 2 * k + 1] = end
+        for q in range(j, nr):
+            state[b + S_R0 + 2 * (q - merged + 1)] = state[b + S_R0 + 2 * q]
+            state[b + S_R0 + 2 * (q - merged + 1) + 1] = state[b + S_R0 + 2 * q + 1]
+        nr = nr - merged + 1
+    state[b + S_NR] = nr
+    if hole_shift >= 16:
+        return 0
     # walk the ranges: the largest end whose preceding holes are <= end/2**hole_shift
     base = state[b + S_BLKID]
     holes = 0
@@ -182,13 +189,15 @@ def _seq(state, b, params):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _create(state, params, nxt, now):
-    """New stream at the head of the list (or nothing if every stream is busy)."""
+    """New stream at the head of the list (or nothing if every stream is busy); ``now`` in
+    whole seconds, like gethrestime_sec()."""
     ns = state[0]
-    # reap streams idle for max_sec_reap, compacting the list
+    # delete streams without a hit for max_sec_reap (one of them would be reused: the same)
+    t = now - params[P_MAXREAP]
     w = 0
     for r in range(ns):
         rb = 1 + r * SW
-        if now - state[rb + S_ATIME] >= params[P_MAXREAP] * NS:
+        if state[rb + S_ATIME] < t:
             continue
         if w != r:
             wb = 1 + w * SW
@@ -197,11 +206,13 @@ def _create(state, params, nxt, now):
         w += 1
     ns = w
     if ns >= params[P_STREAMS]:
+        # reuse the oldest stream without a hit for min_sec_reap (the last one on ties)
+        t = now - params[P_MINREAP]
         old = -1
         for r in range(ns):
             rb = 1 + r * SW
-            if now - state[rb + S_ATIME] >= params[P_MINREAP] * NS:
-                if old < 0 or state[rb + S_ATIME] < state[1 + old * SW + S_ATIME]:
+            if state[rb + S_ATIME] < t:
+                if old < 0 or state[1 + old * SW + S_ATIME] >= state[rb + S_ATIME]:
                     old = r
         if old < 0:
             state[0] = ns
@@ -215,7 +226,7 @@ def _create(state, params, nxt, now):
             state[1 + (r + 1) * SW + q] = state[1 + r * SW + q]
     hb = 1
     state[hb + S_BLKID] = nxt
-    state[hb + S_ATIME] = now - NS  # reusable until its first hit
+    state[hb + S_ATIME] = now - params[P_MINREAP]  # reusable until its first hit
     state[hb + S_PFDIST] = 0
     state[hb + S_PFSTART] = nxt
     state[hb + S_PFEND] = nxt
@@ -231,7 +242,7 @@ def update(state, params, offset, count, time_ns):
     blkid = offset >> shift
     end = ((offset + count - 1) >> shift) + 1
     nblks = end - blkid
-    now = time_ns
+    now = time_ns // NS  # the kernel keeps stream times in whole seconds
     ns = state[0]
     b = -1
     mode = 0  # 1 hit, 2 future (already advanced)
@@ -266,7 +277,7 @@ def update(state, params, offset, count, time_ns):
                 b = rb
                 mode = 1
                 break
-            elif end + rr > sb and state[rb + S_ATIME] >= now - params[P_MAXREAP] * NS:
+            elif end + rr > sb and state[rb + S_ATIME] >= now - params[P_MAXREAP]:
                 state[rb + S_ATIME] = now
                 return 0  # an access behind the stream: ignored
     if b < 0:
