@@ -115,3 +115,21 @@ def test_scan_reads_matches_one_shot_file_numbering():
     assert np.array_equal(np.concatenate([c.file for c in chunks]), one.file)
     assert np.array_equal(np.concatenate([c.offset for c in chunks]), one.offset)
     assert np.array_equal(chunks[-1].file_ids, one.file_ids)
+
+
+@pytest.mark.parametrize("detector,table", [("slowdown", "nfsheur:16x2"), ("cursor", "ideal"),
+                                            ("linux-3.12", "ideal")])
+def test_out_of_core_replay_equals_in_memory(tmp_path, detector, table):
+    from seqheur.outofcore import replay_dataset
+    from seqheur.replay import replay
+
+    t = workloads.mix([workloads.paper(8, 8, reorder=0.06, seed=1), workloads.stride(4, 4),
+                       workloads.random_reads(3, 4, 200)])
+    cuts = np.linspace(0, t.num_rows, 7).astype(int)
+    for i in range(6):
+        write_parquet(t.slice(cuts[i], cuts[i + 1] - cuts[i]), tmp_path / f"h{i}.parquet")
+    ingest_many(str(tmp_path / "h*.parquet"), tmp_path / "ds")
+    a = replay(t, detector, table, cache="4MiB")
+    b = replay_dataset(tmp_path / "ds", chunk_rows=97, detector=detector, table=table, cache="4MiB")
+    assert a.summary.equals(b.summary)
+    assert a.requests.equals(b.requests)
