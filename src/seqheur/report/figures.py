@@ -209,12 +209,15 @@ def lines_by(x_name: str, y_name: str, frame, group: Sequence[str], path: str | 
         ax.plot(sub[x_name].to_numpy(), sub[y_name].to_numpy(), marker="o", ms=3, lw=1.3,
                 label=label, color=colors[label])
     for label, (xs, ys) in (reference or {}).items():
-        ax.plot(xs, ys, ls="--", marker="x", color="k", alpha=0.6, lw=1, label=label)
+        # a reference line takes the colour of the line it is the reference for
+        of = label.split(": ", 1)[-1]
+        ax.plot(xs, ys, ls="--", marker="x", color=colors.get(of, "k"), alpha=0.7, lw=1.2,
+                label=label)
     if logx:
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(set(frame[x_name].to_list())), [str(v) for v in sorted(set(frame[x_name].to_list()))])
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return save(fig, path)
