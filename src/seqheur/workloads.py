@@ -229,3 +229,53 @@ def mix(tables: Sequence[pa.Table], seed: int = 0) -> pa.Table:
     merged = merged.set_column(merged.schema.get_field_index("xid"), "xid",
                                pa.array((np.arange(n) + 1).astype(np.uint32)))
     return merged
+
+
+def paper_benchmark(readers: Sequence[int] = (1, 2, 4, 8, 16, 32), total_mb: float = 256,
+                    request_kb: float = 8, reorder: float = 0.0, seed: int = 0,
+                    max_displacement: int = 3, gap_ns: int = DEFAULT_GAP_NS,
+                    pause_ns: int = 1_000_000_000) -> pa.Table:
+    """The paper's whole benchmark loop (§4.3): for each n in ``readers``, n readers of their
+    own fresh ``total_mb/n`` MB files, the iterations run back to back on one server.
+
+    One trace, so that a replay carries the server's table (and cache) from one iteration to
+    the next, as the paper's server did. An extra column ``iteration`` (the n of each READ)
+    follows the request-table columns; files of different iterations are different files.
+    """
+    parts = []
+    start = 0
+    for n in readers:
+        t = paper(n, total_mb, request_kb, reorder, seed + n, max_displacement, gap_ns)
+        fh = pc_binary_prefix(t.column("fh"), f"n{n}:")
+        t = _replace(t, "fh", fh)
+        fid, crc = _fh_hashes(fh)
+        t = _replace(_replace(t, "file_id", fid), "fh_crc32", crc)
+        tn = t.column("time").cast(pa.int64()).to_numpy()
+        tn = tn - tn.min() + start
+        start = int(tn.max()) + pause_ns
+        t = _replace(t, "time", pa.array(tn, pa.int64()).cast(pa.timestamp("ns", tz="UTC")))
+        t = _replace(t, "reply_time", pa.array(tn + 100_000, pa.int64()).cast(pa.timestamp("ns", tz="UTC")))
+        t = t.append_column("iteration", pa.array(np.full(t.num_rows, n, np.int32)))
+        parts.append(t)
+    out = pa.concat_tables(parts).unify_dictionaries()
+    n = out.num_rows
+    out = _replace(out, "source_index", pa.array(np.arange(1, n + 1, dtype=np.uint64)))
+    return _replace(out, "xid", pa.array((np.arange(n) + 1).astype(np.uint32)))
+
+
+def pc_binary_prefix(col, prefix: str):
+    import pyarrow.compute as pc
+
+    return pc.binary_join_element_wise(pa.scalar(prefix.encode(), pa.binary()), col.cast(pa.binary()),
+                                       pa.scalar(b"", pa.binary()))
+
+
+def _fh_hashes(fh):
+    from .schema import fh_columns
+
+    return fh_columns(fh)
+
+
+def _replace(t: pa.Table, name: str, col) -> pa.Table:
+    i = t.schema.get_field_index(name)
+    return t.set_column(i, t.schema.field(name).with_type(col.type), col)
