@@ -131,3 +131,15 @@ def test_cli_synth_and_stats(tmp_path):
     for kind in (["random", "--requests", "500"], ["mix", "--total-mb", "4", "--stride-mb", "2"]):
         res = r.invoke(cli, ["synth", *kind, "-o", str(tmp_path / "x.parquet")])
         assert res.exit_code == 0, res.output
+
+
+def test_paper_benchmark_loop_is_one_time_ordered_trace():
+    t = workloads.paper_benchmark((1, 2, 4), total_mb=4, reorder=0.05, seed=3)
+    validate(t)
+    assert t.num_rows == 3 * 512
+    assert len(np.unique(t.column("file_id").to_numpy())) == 7  # fresh files per iteration
+    tn = t.column("time").cast(pa.int64()).to_numpy()
+    it = t.column("iteration").to_numpy()
+    assert np.all(np.diff(tn) > 0) or np.all(np.diff(tn) >= 0)
+    assert np.all(np.diff(it) >= 0)  # iterations back to back, never interleaved
+    _coverage_exact(t)
