@@ -137,6 +137,7 @@ def test_capture_equals_manifest(captured, name):
     assert man["namespace"]["links"] == ["lo"]
     assert man["namespace"]["addresses"] == ["127.0.0.1/8"]
     assert man["checks"]["capture_addresses"] == ["127.0.0.1"]
+    assert man["server_check"]["client"] == "nfs-cat" and man["server_check"]["sha256_ok"]
     assert man["capture"]["tcpdump"]["dropped_by_kernel"] == 0
     rows = man["reads"]["rows"]
     cols = man["reads"]["columns"]

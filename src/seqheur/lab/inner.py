@@ -1,7 +1,7 @@
 """The part of a lab run that executes inside the private namespaces (``unshare --net --mount``).
 
 ``python -m seqheur.lab.inner PLAN.json``: bring up ``lo`` (the namespace's only interface), put a
-tmpfs on /run, start rpcbind and ganesha, start tcpdump, mount the FUSE bridge if the scenario
+tmpfs on /run, start rpcbind and ganesha, check them with ``nfs-cat``, start tcpdump, mount the FUSE bridge if the scenario
 uses it, run the clients, then stop everything this process started, by PID, newest first (also
 on an error, SIGINT or SIGTERM). Writes a result JSON (what ran, PIDs, timings, tcpdump counters,
 errors); verification against the capture happens outside, in ``seqheur.lab.runner``.
@@ -9,6 +9,7 @@ errors); verification against the capture happens outside, in ``seqheur.lab.runn
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -66,6 +67,19 @@ def _mounted(mountpoint: Path) -> bool:
         return any(line.split()[4] == target for line in f)
 
 
+def _nfs_cat_check(plan: dict[str, Any]) -> dict[str, Any]:
+    """Before the capture starts: a third-party client (libnfs-utils' ``nfs-cat``) reads the
+    smallest exported file of the scenario, and its sha256 must be the generated file's."""
+    f = min(plan["files"], key=lambda f: f["size"])
+    url = f"nfs://127.0.0.1{EXPORT}/{f['name']}?version={plan['version']}"
+    res = subprocess.run(["nfs-cat", url], capture_output=True, timeout=120)
+    digest = hashlib.sha256(res.stdout).hexdigest()
+    if res.returncode != 0 or digest != f["sha256"]:
+        raise LabError(f"nfs-cat {url}: exit {res.returncode}, {len(res.stdout)} bytes, sha256 "
+                       f"{digest} != {f['sha256']}: {res.stderr.decode(errors='replace')[-300:]}")
+    return {"client": "nfs-cat", "url": url, "bytes": len(res.stdout), "sha256_ok": True}
+
+
 def run(plan: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {"scenario": plan["scenario"], "ok": False, "errors": [],
                               "timings": {}, "clients": []}
@@ -92,6 +106,7 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
         ganesha, timings["ganesha_ready_s"] = start_ganesha(
             procs, conf, work / "ganesha.log", work / "ganesha.pid", (3, plan["version"]))
         timings["server_start_s"] = time.monotonic() - t0
+        result["server_check"] = _nfs_cat_check(plan)
         dump = Tcpdump.start(procs, Path(plan["pcap"]))
         t0 = time.monotonic()
         clients = []

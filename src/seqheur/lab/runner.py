@@ -184,6 +184,8 @@ def run_scenario(scenario: Scenario, out_dir: Path, work: Path, export: Path,
         "python": sys.executable, "pythonpath": str(Path(__file__).resolve().parents[2]),
         "mountpoint": str(sdir / "mnt"), "bridge_log": str(sdir / "bridge.log"),
         "readers": readers, "timeout": options.timeout,
+        "files": [{"name": f.name, "size": f.size, "sha256": file_digests[f.name]}
+                  for f in scenario.files],
     }
     plan_path = sdir / "plan.json"
     write_json(plan, plan_path)
@@ -266,6 +268,7 @@ def run_scenario(scenario: Scenario, out_dir: Path, work: Path, export: Path,
         "reads": {"columns": mf.READ_COLUMNS, "rows": mf.read_rows(logs)},
         "capture": {"tcpdump": result["tcpdump"], "tshark": capture.summary()},
         "checks": checks,
+        "server_check": result.get("server_check"),
         "namespace": {**result["network"], "bdi": result.get("bdi"),
                       "read_ahead_kb": result.get("read_ahead_kb")},
         "processes": result["processes"],
