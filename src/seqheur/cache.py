@@ -138,7 +138,7 @@ def _home(c: CacheState, key: int) -> int:
     return np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(c.meta[M_SHIFT]))
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _hslot(c: CacheState, key: int) -> int:
     """Hash-table slot holding ``key``, or -1."""
     mask = c.meta[M_HMASK]
@@ -152,7 +152,7 @@ def _hslot(c: CacheState, key: int) -> int:
         i = (i + 1) & mask
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def find(c: CacheState, key: int) -> int:
     """Entry of ``key`` (resident or ghost), or -1."""
     mask = c.meta[M_HMASK]
@@ -166,7 +166,7 @@ def find(c: CacheState, key: int) -> int:
         i = (i + 1) & mask
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def lookup(c: CacheState, key: int) -> int:
     """Entry of a *resident* ``key`` (no LRU update), or -1."""
     e = find(c, key)
@@ -175,7 +175,7 @@ def lookup(c: CacheState, key: int) -> int:
     return e
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _hdelete(c: CacheState, key: int) -> None:
     i = _hslot(c, key)
     if i < 0:
@@ -199,7 +199,7 @@ def _hdelete(c: CacheState, key: int) -> None:
     c.htab[i] = -1
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _hinsert(c: CacheState, key: int, e: int) -> None:
     mask = c.meta[M_HMASK]
     i = _home(c, key)
@@ -234,7 +234,7 @@ def _push_head(c: CacheState, e: int, head: int, tail: int) -> None:
     c.meta[head] = e
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def touch(c: CacheState, e: int) -> None:
     """Move resident entry ``e`` to the most-recently-used end."""
     if c.meta[M_RHEAD] == e:
@@ -243,7 +243,7 @@ def touch(c: CacheState, e: int) -> None:
     _push_head(c, e, M_RHEAD, M_RTAIL)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _free(c: CacheState, e: int) -> None:
     c.key[e] = -1
     c.flags[e] = 0
@@ -251,7 +251,7 @@ def _free(c: CacheState, e: int) -> None:
     c.meta[M_FREE] = e
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _evict_one(c: CacheState) -> None:
     v = c.meta[M_RTAIL]
     _unlink(c, v, M_RHEAD, M_RTAIL)
@@ -274,7 +274,7 @@ def _evict_one(c: CacheState) -> None:
         _free(c, v)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def forget_ghost(c: CacheState, e: int) -> None:
     """Drop ghost entry ``e`` (its block was demanded or re-read)."""
     _unlink(c, e, M_GHEAD, M_GTAIL)
@@ -283,7 +283,7 @@ def forget_ghost(c: CacheState, e: int) -> None:
     _free(c, e)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def insert(c: CacheState, key: int, flags: int, stamp: int) -> int:
     """Insert non-resident ``key`` at the MRU end (evicting the LRU block when full).
 
@@ -307,7 +307,7 @@ def insert(c: CacheState, key: int, flags: int, stamp: int) -> int:
     return e
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def use(c: CacheState, e: int) -> bool:
     """First demand use of resident entry ``e``: clears F_PF (and F_WASGHOST); True if it was
     prefetched."""

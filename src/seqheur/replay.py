@@ -46,12 +46,15 @@ import hashlib
 import json
 import math
 import os
+import sys
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
 import pyarrow as pa
+from numba import njit
 
 from . import cache as C
 from . import readahead as R
@@ -236,9 +239,17 @@ def observed_file_sizes(stream: ReadStream) -> np.ndarray:
     """Per-file size estimate: the largest ``offset + count`` the stream reads (int64[F])."""
     sizes = np.zeros(stream.n_files, np.int64)
     if len(stream):
-        np.maximum.at(sizes, stream.file.astype(np.int64),
-                      stream.offset.astype(np.int64) + stream.count.astype(np.int64))
+        _max_end(np.ascontiguousarray(stream.file), np.ascontiguousarray(stream.offset),
+                 np.ascontiguousarray(stream.count), sizes)
     return sizes
+
+
+@njit(cache=True, nogil=True)
+def _max_end(file, offset, count, out):
+    for i in range(file.shape[0]):
+        e = offset[i] + count[i]
+        if e > out[file[i]]:
+            out[file[i]] = e
 
 
 class Replayer:
@@ -564,3 +575,14 @@ def replay_chunks(chunks: Iterable[ReadStream], detector: Any = "freebsd4",
     if rp is None:
         raise SeqheurError("replay_chunks got no chunks")
     return rp.result()
+
+
+class _CallableModule(types.ModuleType):
+    """``seqheur.replay`` is both this module and the function: importing the submodule
+    rebinds the package attribute to the module, so the module forwards calls."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> ReplayResult:
+        return replay(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
