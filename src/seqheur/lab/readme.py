@@ -40,7 +40,8 @@ How a capture is made (details: `docs/capture-lab.md`):
   client logged (file, offset, count; and, per TCP connection, the same order); every READ call
   has its reply; tcpdump reports 0 packets dropped by the kernel; every byte the clients read
   matched the generated contents; for `loadgen` captures the issued READs equal the scenario's
-  plan exactly.
+  plan exactly; and, before each capture, `nfs-cat` (libnfs-utils) read a file from the server
+  with the generated file's sha256.
 * **File contents** are verifiable: 4 KiB blocks of 32-byte records; record 0 of each block is
   `NAME@<byte offset, 12 hex digits>` padded with `=`, records 1..127 are `recNNN` padded with
   `.`; each record ends in a newline (`seqheur.lab.data.expected_bytes(name, offset, length)`).
