@@ -53,7 +53,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Union
 
 import numpy as np
-from numba import njit
+from numba import njit, uint64
 
 from .errors import SpecError
 
@@ -304,67 +304,73 @@ def registered_tables() -> list[dict[str, Any]]:
 @njit(cache=True, nogil=True, _nrt=False)
 def nfsheur_lookup(slot_file, use, h0, n, probes, use_init, use_inc, use_max, f):
     """§1.4 lookup of file ``f``: (slot, fresh, prev_file). Scalars are passed separately so a
-    calling loop can keep them in registers."""
-    i = h0[f]
-    if slot_file[i] == f:
+    calling loop can keep them in registers. Indices are cast to uint64 (all are >= 0) so
+    numba emits no negative-index wraparound (measured ~20 % faster)."""
+    i = h0[uint64(f)]
+    ui = uint64(i)
+    if slot_file[ui] == f:
         # found at the start slot: the loop below would break at once without decaying
-        u = use[i] + use_inc
-        use[i] = u if u < use_max else use_max
+        u = use[ui] + use_inc
+        use[ui] = u if u < use_max else use_max
         return i, 0, -1
     best = i
     for _ in range(probes):
-        if slot_file[i] == f:
+        ui = uint64(i)
+        if slot_file[ui] == f:
             best = i
             break
         # every slot passed over loses one use point before the next is compared
-        if use[i] > 0:
-            use[i] -= 1
+        u = use[ui]
+        if u > 0:
+            use[ui] = u - 1
         i += 1
         if i == n:
             i = 0
-        if use[i] < use[best]:  # strict: the earliest minimum wins
+        if use[uint64(i)] < use[uint64(best)]:  # strict: the earliest minimum wins
             best = i
     fresh = 0
     prev = -1
-    if slot_file[best] != f:
+    ub = uint64(best)
+    if slot_file[ub] != f:
         fresh = 1
-        prev = slot_file[best]
-        slot_file[best] = f
-        use[best] = use_init
-    u = use[best] + use_inc
-    use[best] = u if u < use_max else use_max
+        prev = slot_file[ub]
+        slot_file[ub] = f
+        use[ub] = use_init
+    u = use[ub] + use_inc
+    use[ub] = u if u < use_max else use_max
     return best, fresh, prev
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def raparms_lookup(slot_file, order, h0, per, f):
     """§4.9 lookup of file ``f`` in its MRU bucket: (slot, fresh, prev_file)."""
-    base = h0[f] * per
+    base = h0[uint64(f)] * per
     pos = per - 1  # miss: the last idle entry of the MRU list
     found = False
     for k in range(per):
-        if slot_file[order[base + k]] == f:
+        if slot_file[uint64(order[uint64(base + k)])] == f:
             pos = k
             found = True
             break
-    s = order[base + pos]
+    s = order[uint64(base + pos)]
     fresh = 0
     prev = -1
     if not found:
         fresh = 1
-        prev = slot_file[s]
-        slot_file[s] = f
+        prev = slot_file[uint64(s)]
+        slot_file[uint64(s)] = f
     for k in range(pos, 0, -1):  # move to the head (MRU)
-        order[base + k] = order[base + k - 1]
-    order[base] = s
+        order[uint64(base + k)] = order[uint64(base + k - 1)]
+    order[uint64(base)] = s
     return s, fresh, prev
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def ideal_lookup(slot_file, f):
     """One slot per file: (f, fresh on first sight, -1)."""
-    if slot_file[f] != f:
-        slot_file[f] = f
+    uf = uint64(f)
+    if slot_file[uf] != f:
+        slot_file[uf] = f
         return f, 1, -1
     return f, 0, -1
 

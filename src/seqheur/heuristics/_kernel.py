@@ -48,7 +48,7 @@ _LOCK = threading.Lock()
 _LOOPS: dict[tuple[str, int], Any] = {}
 
 DETECT_TEMPLATE = '''
-from numba import njit
+from numba import njit, uint64
 from seqheur.tables import ideal_lookup, nfsheur_lookup, raparms_lookup
 
 
@@ -69,7 +69,7 @@ def run(file, offset, count, time_ns, tab, state, params, out_seq, out_fresh, co
     n = file.shape[0]
     for i in range(n):
         slot, fresh, prev = __LOOKUP__
-        row = state[slot]
+        row = state[uint64(slot)]  # unsigned: no negative-index wraparound code
         if fresh:
             counters[0] += 1
             if prev >= 0:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from numba import njit
+from numba import njit, uint64
 
 from .registry import detector
 from .slowdown import step
@@ -62,7 +62,7 @@ def update(state, params, offset, count, time_ns):
     lru = -1
     lru_use = 0
     for c in range(ncur):
-        b = 1 + c * C_WORDS
+        b = uint64(1 + c * C_WORDS)  # unsigned: no negative-index wraparound code
         use = state[b + C_USE]
         if use == 0:
             if free < 0:
@@ -72,8 +72,7 @@ def update(state, params, offset, count, time_ns):
             lru = c
             lru_use = use
         d = offset - state[b + C_NEXT]
-        if d < 0:
-            d = -d
+        d = d if d >= 0 else -d
         if d <= window:
             # exact match first (d == 0), then smallest distance, then most recently used
             if best < 0 or d < best_d or (d == best_d and use > best_use):
@@ -82,10 +81,10 @@ def update(state, params, offset, count, time_ns):
                 best_use = use
     if best < 0:
         best = free if free >= 0 else lru
-        b = 1 + best * C_WORDS
+        b = uint64(1 + best * C_WORDS)
         state[b + C_NEXT] = offset
         state[b + C_SEQ] = 4 if offset == 0 else 1
-    b = 1 + best * C_WORDS
+    b = uint64(1 + best * C_WORDS)
     seq = step(state[b + C_SEQ], state[b + C_NEXT], offset, window, params[2])
     state[b + C_SEQ] = seq
     state[b + C_NEXT] = offset + count
