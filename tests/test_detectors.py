@@ -340,3 +340,11 @@ def test_zfetch_stream_limit_and_reuse_in_seconds() -> None:
     # at second 1 the never-hit stream of block 0 is reused for 2000; block 1 then finds no
     # stream and none reusable; 2001 and 1002 hit (1002's distance doubles to 2 records)
     assert r.seqcount.tolist() == [0, 0, 0, 1, 0, 0, 1, 2]
+
+
+def test_state_size_limit_is_a_clear_error(monkeypatch) -> None:
+    monkeypatch.setenv("SEQHEUR_MAX_STATE_BYTES", "10000")
+    s = ReadStream.from_arrays(np.arange(100), np.zeros(100, int), K8)
+    with pytest.raises(seqheur.SeqheurError, match="GiB of state"):
+        seqheur.detect(s, "zfetch", "ideal")  # 100 files x 193 words x 8 bytes
+    assert len(seqheur.detect(s, "freebsd4", "nfsheur:64x4")) == 100  # 64 x 2 x 8 fits

@@ -8,11 +8,13 @@ returns the request's seqcount. This is the inner loop the full replay builds on
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .errors import SeqheurError
 from .heuristics._kernel import run_detect_loop
 from .heuristics.registry import DetectorSpec, parse_detector
 from .streams import ReadStream
@@ -60,8 +62,15 @@ class DetectResult:
 
 def make_state(spec: DetectorSpec, model: TableModel, file_ids: np.ndarray) -> tuple[tuple, np.ndarray, np.ndarray]:
     """(table state tuple, detector state array [n_slots, words], params int64 array)."""
+    rows, words = model.n_slots(len(file_ids)), spec.state_words
+    limit = int(os.environ.get("SEQHEUR_MAX_STATE_BYTES", 4 << 30))
+    if rows * words * 8 > limit:
+        raise SeqheurError(f"detector {spec.spec} on table {model.spec} needs {rows:,} slots x "
+                           f"{words} words = {rows * words * 8 / 2**30:.1f} GiB of state "
+                           f"(limit {limit / 2**30:.1f} GiB, $SEQHEUR_MAX_STATE_BYTES); use a "
+                           f"bounded table such as nfsheur:1031x32")
     tab = model.make_state(np.asarray(file_ids, dtype=np.uint64))
-    state = np.zeros((model.n_slots(len(file_ids)), spec.state_words), dtype=np.int64)
+    state = np.zeros((rows, words), dtype=np.int64)
     return tab, state, spec.param_array()
 
 
