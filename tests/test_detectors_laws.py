@@ -166,3 +166,29 @@ def test_counterexample_cursors_thrash_when_stride_exceeds_cursors() -> None:
     # after the first READ (offset 0: 5), round-robin over 5 streams always recycles the
     # cursor needed next: every READ opens a fresh cursor (1 + 1)
     assert sc[0] == 5 and (sc[1:] == 2).all()
+
+
+@LAW_SETTINGS
+@given(s=streams(max_files=6), det=st.sampled_from(["freebsd4", "slowdown", "cursor", "zfetch"]),
+       threads=st.integers(1, 64))
+def test_raparms_dense_with_room_in_every_bucket_is_ideal(s: ReadStream, det: str,
+                                                          threads: int) -> None:
+    """Holds: with hash=dense, files i and i+16 share a bucket; 6 files never exceed the
+    bucket's max(2, ...) entries, so nothing is recycled and results equal the ideal table."""
+    a = seqheur.detect(s, det, "ideal")
+    b = seqheur.detect(s, det, f"raparms:threads={threads}:hash=dense")
+    np.testing.assert_array_equal(a.seqcount, b.seqcount)
+    assert b.ejections == 0
+
+
+def test_counterexample_raparms_three_files_in_one_bucket() -> None:
+    """Two entries per bucket (threads <= 16): three files sharing a bucket, read in turn,
+    always miss (MRU keeps the other two)."""
+    files = [0, 16, 32] * 20
+    offs = [i // 3 * K8 for i in range(60)]
+    # dense index = order of first appearance: give the stream 33 files so 16 and 32 exist
+    f = list(range(33)) + files
+    o = [0] * 33 + offs
+    s = ReadStream.from_arrays(f, o, K8)
+    r = seqheur.detect(s, "freebsd4", "raparms:hash=dense")
+    assert r.slot_fresh[33:].all() and r.ejections >= 60
