@@ -7,14 +7,18 @@ as Arrow batches once their reply is in (or can no longer come: WINDOW_NS of cap
 
 from __future__ import annotations
 
+import gzip
+import io
 import ipaddress
+import lzma
+import mmap
 import os
+import zlib
 from pathlib import Path
 from typing import IO, Iterator
 
 import numpy as np
 import pyarrow as pa
-from numba import njit
 
 from ...errors import IngestError
 from ...io import open_input
@@ -26,7 +30,7 @@ from ._layout import (C_CALLS, C_DEFERRED, C_FRAG_DATAGRAMS, C_GSS_CONTROL, C_GS
                       C_ORPHAN_CALLS, C_ORPHAN_REPLIES, C_PARSED, C_PROG0, C_REPLIES, C_RETRANS,
                       C_RPC_ACCEPT_ERR, C_RPC_CALLS, C_RPC_DENIED, C_RPC_MALFORMED,
                       C_RPC_REPLIES, C_RPC_TRUNCMSG, C_SKIP0, C_SLOTTOP, C_TCP_GAP_BYTES,
-                      C_TCP_GAPS, C_EMPTY_RECORD, C_V4_ROWS_CAPPED, D_OOO, DN, F_DIR0, FF,
+                      C_TCP_GAPS, C_EMPTY_RECORD, C_LASTB, C_V4_ROWS_CAPPED, D_OOO, DN, F_DIR0, FF,
                       FLOWKEY, FR_NFRAMES, FR_USED, FRAGBUF, FRF, HEAD, HR_FH, HR_MSGS, HR_ROWS,
                       M_COUNT, M_EOF, M_FH, M_FSIZE, M_MINOR, M_OFFSET, M_RET, M_RTIME,
                       M_STATUS, NCTR, NFRAG, NJ, OF, P_LIVE, P_KEY, P_NROWS, P_PROG, P_PROC,
@@ -35,132 +39,11 @@ from ._layout import (C_CALLS, C_DEFERRED, C_FRAG_DATAGRAMS, C_GSS_CONTROL, C_GS
                       R_PROTO, R_RETCOUNT, R_RTIME, R_SIDE, R_STATUS, R_TIME, R_VERS, R_XID, RF,
                       S_BADIF, S_CORRUPT, S_FRAGINC, S_TRUNCREC, SKIP_NAMES, TAIL, WINDOW_NS,
                       op_name)
-from .net import frame_outcome
-from .rpc import join_insert
+from ._kernel import expire, fnv_rehash, gather_fh, process, settle, shift_rows
 from .tcp import compact_ooo, drain
 
 CHUNK = 8 << 20
-
-
-@njit(**NJ)
-def process(buf, foff, fcap, flink, fts, i0, n, fbase, FL, FR, T, R):
-    """Decode frames i0..n-1; returns where it stopped (n, or earlier when a pool is low)."""
-    fkey, fhash = FL
-    fst, slots, slot_free, lin, ooo, opool, md = T
-    rows, pend, jt, fh, ctr = R
-    for i in range(i0, n):
-        if ctr[C_NROWS] + HR_ROWS > rows.shape[0] or ctr[C_NPEND] + HR_MSGS > pend.shape[0] \
-                or (ctr[C_NJOIN] + HR_MSGS) * 2 > jt.shape[0] or ctr[C_NFH] + HR_FH > fh.shape[0] \
-                or (ctr[C_NFLOWS] + 2) * 2 > fhash.shape[0] or ctr[C_NFLOWS] + 2 > fkey.shape[0] \
-                or ctr[C_SLOTTOP] < 2 or ctr[C_OOON] + 2 > ooo.shape[0] \
-                or ctr[C_OOOBYTES] + 70000 > opool.shape[0]:
-            return i
-        lk = flink[i]
-        if lk == ct.LINK_BAD_IF:
-            ctr[S_BADIF] += 1
-            continue
-        if lk == ct.LINK_CORRUPT:
-            ctr[S_CORRUPT] += 1
-            continue
-        ts = fts[i]
-        if ts > ctr[C_NOW]:
-            ctr[C_NOW] = ts
-        code = frame_outcome(buf, foff[i], fcap[i], lk, fbase + i + 1, ts, FL, FR, T, R)
-        if code >= 0 and code != C_DEFERRED:
-            ctr[code] += 1
-    return n
-
-
-@njit(**NJ)
-def fnv_rehash(fkey, n, size):
-    fhash = np.zeros(size, np.int64)
-    mask = np.uint64(size - 1)
-    for f in range(n):
-        h = np.uint64(0xCBF29CE484222325)
-        for i in range(38):
-            h = (h ^ np.uint64(fkey[f, i])) * np.uint64(0x100000001B3)
-        j = np.int64(h & mask)
-        while fhash[j] != 0:
-            j = np.int64((np.uint64(j) + np.uint64(1)) & mask)
-        fhash[j] = f + 1
-    return fhash
-
-
-@njit(**NJ)
-def expire(pend, jt, rows, ctr, cutoff):
-    """Forget calls made before ``cutoff`` (capture ns); compact the table; rebuild the join.
-
-    Unanswered NFS calls among them become orphan calls; their rows are final."""
-    n = ctr[C_NPEND]
-    w = 0
-    for e in range(n):
-        if pend[e, P_TIME] < cutoff:
-            if pend[e, P_STATE] == 0 and pend[e, P_PROG] == 100003 and pend[e, P_PROC] >= 0:
-                ctr[C_ORPHAN_CALLS] += 1
-            r0 = pend[e, P_ROW0]
-            if r0 >= 0:
-                for k in range(pend[e, P_NROWS]):
-                    rows[r0 + k, R_DONE] = 1
-            continue
-        if w != e:
-            pend[w, :] = pend[e, :]
-        w += 1
-    ctr[C_NPEND] = w
-    jt[:, :] = 0
-    ctr[C_NJOIN] = 0
-    for e in range(w):
-        join_insert(jt, pend[e, P_KEY], e, ctr)
-
-
-@njit(**NJ)
-def settle(rows, pend, fh, ctr, upto):
-    """Number k of leading rows that are final (reply seen or call expired), at most upto."""
-    k = 0
-    while k < upto and rows[k, R_DONE] != 0:
-        k += 1
-    return k
-
-
-@njit(**NJ)
-def shift_rows(rows, pend, fh, ctr, k):
-    """Drop rows [0, k) (already emitted): move the rest down, re-point calls and handles."""
-    n = ctr[C_NROWS]
-    m = n - k
-    rows[0:m, :] = rows[k:n, :].copy()
-    for e in range(ctr[C_NPEND]):
-        r0 = pend[e, P_ROW0]
-        if r0 >= 0:
-            pend[e, P_ROW0] = r0 - k if r0 >= k else -1
-    ctr[C_NROWS] = m
-    # compact the handle arena to the remaining rows' handles
-    newfh = np.empty(fh.shape[0], np.uint8)
-    w = 0
-    for r in range(m):
-        if rows[r, R_MASK] & M_FH:
-            o = rows[r, R_FHOFF]
-            ln = rows[r, R_FHLEN]
-            newfh[w:w + ln] = fh[o:o + ln]
-            rows[r, R_FHOFF] = w
-            w += ln
-    fh[0:w] = newfh[0:w]
-    ctr[C_NFH] = w
-
-
-@njit(**NJ)
-def gather_fh(rows, fh, k):
-    """Arrow binary buffers (offsets int32, data) for the handles of rows [0, k)."""
-    offs = np.zeros(k + 1, np.int32)
-    total = 0
-    for r in range(k):
-        if rows[r, R_MASK] & M_FH:
-            total += rows[r, R_FHLEN]
-        offs[r + 1] = total
-    data = np.empty(max(total, 1), np.uint8)
-    for r in range(k):
-        if rows[r, R_MASK] & M_FH:
-            o = rows[r, R_FHOFF]
-            data[offs[r]:offs[r + 1]] = fh[o:o + rows[r, R_FHLEN]]
-    return offs, data
+BATCH_ROWS = 1 << 16
 
 
 class Decoder:
@@ -196,11 +79,12 @@ class Decoder:
         self.fh = np.zeros(HR_FH * 2, np.uint8)
         self.ctr = np.zeros(NCTR, np.int64)
         self.ctr[C_SLOTTOP] = nslot
+        self.ctr[C_LASTB] = -1  # no cached flow yet
 
     def _tuples(self):
-        return ((self.fkey, self.fhash), (self.fmeta, self.fbuf, self.fmap),
-                (self.fst, self.slots, self.slot_free, self.lin, self.ooo, self.opool, self.md),
-                (self.rows, self.pend, self.jt, self.fh, self.ctr))
+        return (self.fkey, self.fhash, self.fmeta, self.fbuf, self.fmap, self.fst, self.slots,
+                self.slot_free, self.lin, self.ooo, self.opool, self.md, self.rows, self.pend,
+                self.jt, self.fh, self.ctr)
 
     def _grow(self) -> None:
         c = self.ctr
@@ -250,7 +134,7 @@ class Decoder:
         f = open_input(self.path)
         try:
             head = f.read(24)
-        except (OSError, EOFError) as exc:
+        except (OSError, *_DECOMPRESS_ERRORS) as exc:
             f.close()
             raise IngestError(self.path, f"cannot read: {exc}") from exc
         if not head:
@@ -265,74 +149,128 @@ class Decoder:
             if hdr is not None:
                 self.report.extra["container"] = "pcap"
                 self.report.extra["linktypes"] = [hdr.linktype]
-                yield from self._run(f, b"", hdr)
+                start = 24
             elif head[:4] == ct.PCAPNG_SHB:
                 if len(head) < 12 or not ct.is_pcapng(head[:12]):
                     raise IngestError(self.path, "pcapng section header is cut short or has "
                                       "no byte-order magic")
                 self.report.extra["container"] = "pcapng"
-                yield from self._run(f, head, None)
+                start = 0
             else:
                 if len(head) < 24 and head[:4] in ct.PCAP_MAGICS:
                     raise IngestError(self.path, f"pcap file header is cut short ({len(head)} "
                                       "of 24 bytes)")
                 raise IngestError(self.path, "not a pcap or pcapng capture (magic "
                                   f"{head[:4].hex()})")
+            self._walk_setup(hdr)
+            if type(f) is io.BufferedReader and hasattr(mmap, "MAP_PRIVATE"):
+                # plain file: map it window by window (no copy; pages leave with the window)
+                yield from self._run_mmap(f.fileno(), start)
+            else:
+                yield from self._run_stream(f, head[start:] if hdr is None else b"")
         yield from self._finish()
 
-    def _run(self, f: IO[bytes], carry: bytes, hdr: ct.PcapHeader | None) -> Iterator[pa.Table]:
+    def _walk_setup(self, hdr: ct.PcapHeader | None) -> None:
+        self.hdr = hdr
+        self.st = np.zeros(2, np.int64)
+        self.ifs = np.zeros((ct.MAXIF, 5), np.int64)
+        self.maxcap = max(262144, min(hdr.snaplen, 1 << 24)) if hdr is not None else 0
+        self._frame_arrays(self.chunk)
+
+    def _frame_arrays(self, nbytes: int) -> None:
+        maxn = nbytes // 16 + 1
+        self.fa = tuple(np.empty(maxn, np.int64) for _ in range(5))
+
+    def _walk(self, buf: np.ndarray, pos: int, end: int) -> Iterator[tuple[int, int]]:
+        """Walk and decode the complete records in buf[pos:end]; (new pos, stop reason)."""
+        foff, fcap, fwire, fts, flink = self.fa
+        while True:
+            if self.hdr is not None:
+                h = self.hdr
+                n, pos, why = ct.walk_pcap(buf, pos, end, h.big_endian, h.nanosecond, self.maxcap,
+                                           h.linktype, foff, fcap, fwire, fts, flink)
+            else:
+                n, pos, why = ct.walk_pcapng(buf, pos, end, self.st, self.ifs, foff, fcap, fwire,
+                                             fts, flink)
+            self._decode(buf, foff, fcap, flink, fts, n)
+            self.frames += n
+            if why != ct.FULL:
+                return pos, why
+
+    def _corrupt(self) -> None:
+        self.ctr[S_CORRUPT] += 1
+        self.frames += 1
+        self.stop_reason = (f"frame {self.frames}: record header makes no sense (impossible "
+                            "length); stopped reading there")
+
+    def _cut(self, rest: int) -> None:
+        self.frames += 1
+        self.ctr[S_TRUNCREC] += 1
+        self.stop_reason = (f"frame {self.frames}: cut short by the end of the file ({rest} "
+                            "bytes of it present)")
+
+    def _run_mmap(self, fd: int, start: int) -> Iterator[pa.Table]:
+        size = os.fstat(fd).st_size
+        gran = mmap.ALLOCATIONGRANULARITY
+        window = max(self.chunk, gran)
+        file_pos = start
+        flags = mmap.MAP_PRIVATE  # (MAP_POPULATE would copy every page of a writable map)
+        while file_pos < size:
+            base = file_pos - file_pos % gran
+            length = min(window, size - base)
+            mm = mmap.mmap(fd, length, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE,
+                           offset=base)
+            if hasattr(mm, "madvise"):
+                mm.madvise(mmap.MADV_WILLNEED)
+            buf = np.frombuffer(mm, np.uint8)
+            pos, why = self._walk(buf, file_pos - base, length)
+            del buf
+            try:
+                mm.close()
+            except BufferError:  # a view is still referenced: the mapping goes with it
+                pass
+            del mm
+            progressed = base + pos > file_pos
+            file_pos = base + pos
+            yield from self._emit(final=False)
+            if why == ct.CORRUPT:
+                self._corrupt()
+                return
+            if base + length >= size:  # the window reached the end of the file
+                if file_pos < size:
+                    self._cut(size - file_pos)
+                return
+            if not progressed:  # one record larger than the window
+                window *= 2
+                self._frame_arrays(window)
+
+    def _run_stream(self, f: IO[bytes], carry: bytes) -> Iterator[pa.Table]:
         buf = np.empty(self.chunk, np.uint8)
         have = len(carry)
         buf[:have] = np.frombuffer(carry, np.uint8)
-        maxn = self.chunk // 16 + 1
-        foff = np.empty(maxn, np.int64)
-        fcap = np.empty(maxn, np.int64)
-        fwire = np.empty(maxn, np.int64)
-        fts = np.empty(maxn, np.int64)
-        flink = np.empty(maxn, np.int64)
-        st = np.zeros(2, np.int64)
-        ifs = np.zeros((ct.MAXIF, 5), np.int64)
-        if hdr is not None:
-            maxcap = max(262144, min(hdr.snaplen, 1 << 24))
         eof = False
         pos = 0
         while True:
             if not eof and have < buf.shape[0]:
-                got = _readinto(f, buf, have, self.path)
+                got = _readinto(f, buf, have, self)
                 if got == 0:
                     eof = True
                 have += got
-            if hdr is not None:
-                n, npos, why = ct.walk_pcap(buf, pos, have, hdr.big_endian, hdr.nanosecond,
-                                            maxcap, hdr.linktype, foff, fcap, fwire, fts, flink)
-            else:
-                n, npos, why = ct.walk_pcapng(buf, pos, have, st, ifs, foff, fcap, fwire, fts,
-                                              flink)
-            self._decode(buf, foff, fcap, flink, fts, n)
-            self.frames += n
-            pos = npos
+            pos, why = self._walk(buf, pos, have)
             yield from self._emit(final=False)
             if why == ct.CORRUPT:
-                self.ctr[S_CORRUPT] += 1
-                self.frames += 1
-                self.stop_reason = (f"frame {self.frames}: record header makes no sense "
-                                    "(impossible length); stopped reading there")
+                self._corrupt()
                 return
-            if why == ct.FULL:
-                continue
-            # NEED_MORE: move the partial record to the front and read on
             rest = have - pos
             if eof:
                 if rest > 0:
-                    self.frames += 1
-                    self.ctr[S_TRUNCREC] += 1
-                    self.stop_reason = (f"frame {self.frames}: cut short by the end of the "
-                                        f"file ({rest} bytes of it present)")
+                    self._cut(rest)
                 return
             if pos == 0 and have == buf.shape[0]:  # one record larger than the buffer
                 bigger = np.empty(buf.shape[0] * 2, np.uint8)
                 bigger[:have] = buf[:have]
                 buf = bigger
+                self._frame_arrays(buf.shape[0])
                 continue
             buf[:rest] = buf[pos:have].copy()
             have = rest
@@ -341,8 +279,8 @@ class Decoder:
     def _decode(self, buf, foff, fcap, flink, fts, n) -> None:
         i = 0
         while i < n:
-            FL, FR, T, R = self._tuples()
-            i = process(buf, foff, fcap, flink, fts, i, n, self.frames, FL, FR, T, R)
+            fkey, fhash, fmeta, fbuf, fmap, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr = self._tuples()
+            i = process(buf, foff, fcap, flink, fts, i, n, self.frames, fkey, fhash, fmeta, fbuf, fmap, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr)
             if i < n:
                 self._grow()
 
@@ -353,8 +291,8 @@ class Decoder:
         for flow in range(fl):
             for d in range(2):
                 if self.fst[flow, F_DIR0 + d * DN + D_OOO] > 0:
-                    FL, FR, T, R = self._tuples()
-                    drain(flow, d, self.fst[flow, 0], True, T, R)
+                    fkey, fhash, fmeta, fbuf, fmap, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr = self._tuples()
+                    drain(flow, d, self.fst[flow, 0], True, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr)
         for s in range(NFRAG):
             if self.fmeta[s, FR_USED]:
                 c[S_FRAGINC] += self.fmeta[s, FR_NFRAMES]
@@ -370,8 +308,8 @@ class Decoder:
             self.expire(c[C_NOW] - WINDOW_NS)
         n = int(c[C_NROWS])
         k = int(settle(self.rows, self.pend, self.fh, c, n))
-        if k == 0:
-            return
+        if k == 0 or (not final and k < BATCH_ROWS):
+            return  # batches of at least BATCH_ROWS rows keep Arrow's per-table cost small
         table = self._table(k)
         shift_rows(self.rows, self.pend, self.fh, c, k)
         self.report.rows += k
@@ -487,13 +425,29 @@ def _enlarge(a: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def _readinto(f: IO[bytes], buf: np.ndarray, at: int, path: Path) -> int:
+def _decompress_errors() -> tuple[type[BaseException], ...]:
+    errs: list[type[BaseException]] = [EOFError, lzma.LZMAError, zlib.error]
+    try:
+        import zstandard
+
+        errs.append(zstandard.ZstdError)
+    except ImportError:
+        pass
+    return tuple(errs)
+
+
+_DECOMPRESS_ERRORS = _decompress_errors()
+
+
+def _readinto(f: IO[bytes], buf: np.ndarray, at: int, dec: "Decoder") -> int:
     try:
         got = f.readinto(memoryview(buf)[at:])  # type: ignore[attr-defined]
-    except EOFError:  # compressed stream cut short: what was decoded stands
+    except (*_DECOMPRESS_ERRORS, gzip.BadGzipFile) as exc:
+        # a damaged or cut compressed stream: what was decoded before stands
+        dec.stop_reason = dec.stop_reason or f"decompression stopped: {exc}"
         return 0
     except OSError as exc:
-        raise IngestError(path, f"read failed: {exc}") from exc
+        raise IngestError(dec.path, f"read failed: {exc}") from exc
     return int(got or 0)
 
 

@@ -7,7 +7,11 @@ are compile-time constants for numba.
 
 from __future__ import annotations
 
-NJ = dict(cache=True, nogil=True)
+# Hot-path kernels run without NRT reference counting: with it, every call increments and
+# decrements each array argument (~20 of them), which cost more than decoding a frame. They
+# therefore never allocate; the few helpers that do (pool growth, row batches) use NJA.
+NJ = dict(cache=True, nogil=True, _nrt=False)
+NJA = dict(cache=True, nogil=True)
 
 # --- sizes -------------------------------------------------------------------------------
 HEAD = 2048          # message bytes kept from the start of a reassembled TCP record
@@ -119,6 +123,7 @@ C_OOOBYTES = 66
 C_NJOIN = 67
 C_FRAGSEQ = 68
 C_NOW = 69                # latest capture time seen
+C_LASTA, C_LASTB, C_LASTF, C_LASTD = 70, 71, 72, 73  # last IPv4 flow looked up
 NCTR = 80
 
 # op codes in rows: v2 -> 200 + proc, v3 -> 300 + proc, v4 -> 400 + opnum, v4 NULL -> 399

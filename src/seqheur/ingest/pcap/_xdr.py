@@ -91,12 +91,22 @@ def rd16(buf, i, big):
 
 
 @njit(**NJ)
+def copy(dst, d0, src, s0, n):
+    """dst[d0:d0+n] = src[s0:s0+n] without a temporary (slice assignment may allocate one)."""
+    # views indexed from 0 let LLVM drop the negative-index wraparound test and vectorise
+    dv = dst[d0:d0 + n]
+    sv = src[s0:s0 + n]
+    for i in range(n):
+        dv[i] = sv[i]
+
+
+@njit(**NJ)
 def fh_store(src, md, p, n, fh, ctr, nfh_idx):
     """Copy n handle bytes at message position p into the fh arena; arena offset or -1."""
     a = at(md, p, n)
     if a < 0:
         return -1
     off = ctr[nfh_idx]
-    fh[off:off + n] = src[a:a + n]
+    copy(fh, off, src, a, n)
     ctr[nfh_idx] = off + n
     return off

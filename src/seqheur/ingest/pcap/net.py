@@ -11,12 +11,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._layout import (C_DEFERRED, C_FRAG_DATAGRAMS, C_FRAGSEQ, C_NFLOWS, C_PARSED, D_SLOT,
+from ._layout import (C_DEFERRED, C_FRAG_DATAGRAMS, C_FRAGSEQ, C_LASTA, C_LASTB, C_LASTD,
+                      C_LASTF, C_NFLOWS, C_PARSED, D_SLOT,
                       DN, F_ALEN, F_DIR0, F_PROTO, FLOWKEY, FR_DST, FR_FILLED, FR_ID,
                       FR_NFRAMES, FR_PROTO, FR_SEQ, FR_SRC, FR_TOTAL, FR_TS, FR_USED, NJ,
                       NO_OUTCOME, S_BADIP, S_BADL4, S_FRAGDUP, S_FRAGINC, S_LINKTYPE, S_NOTIP,
                       S_NOTL4, S_TRUNC, S_UDPNOTRPC, S_V6FRAG)
-from ._xdr import be16, be32, le32
+from ._xdr import be16, be32, copy, le32
 from .rpc import looks_like_call, looks_like_reply, rpc_message
 from .tcp import tcp_segment
 
@@ -26,6 +27,23 @@ FRAG_DATA = 65536  # frag buffer: datagram bytes, then src(4) dst(4) addresses
 @njit(**NJ)
 def flow_get(abuf, s_off, d_off, alen, sport, dport, proto, fkey, fhash, fst, ctr):
     """(flow id, direction) of a packet, creating the flow on first sight."""
+    ka = -1
+    kb = -1
+    if alen == 4:  # consecutive packets mostly share a flow: skip the hash for a repeat
+        ka = (be32(abuf, s_off) << 32) | be32(abuf, d_off)
+        kb = (sport << 24) | (dport << 8) | proto
+        if ctr[C_LASTA] == ka and ctr[C_LASTB] == kb:
+            return ctr[C_LASTF], ctr[C_LASTD]
+    f, d = _flow_lookup(abuf, s_off, d_off, alen, sport, dport, proto, fkey, fhash, fst, ctr)
+    ctr[C_LASTA] = ka
+    ctr[C_LASTB] = kb
+    ctr[C_LASTF] = f
+    ctr[C_LASTD] = d
+    return f, d
+
+
+@njit(**NJ)
+def _flow_lookup(abuf, s_off, d_off, alen, sport, dport, proto, fkey, fhash, fst, ctr):
     n = ctr[C_NFLOWS]
     k = fkey[n]
     k[:] = 0
@@ -37,12 +55,12 @@ def flow_get(abuf, s_off, d_off, alen, sport, dport, proto, fkey, fhash, fst, ct
             swap = x > y
             break
     if swap:
-        k[0:alen] = abuf[d_off:d_off + alen]
-        k[16:16 + alen] = abuf[s_off:s_off + alen]
+        copy(k, 0, abuf, d_off, alen)
+        copy(k, 16, abuf, s_off, alen)
         pa, pb = dport, sport
     else:
-        k[0:alen] = abuf[s_off:s_off + alen]
-        k[16:16 + alen] = abuf[d_off:d_off + alen]
+        copy(k, 0, abuf, s_off, alen)
+        copy(k, 16, abuf, d_off, alen)
         pa, pb = sport, dport
     k[32] = pa >> 8
     k[33] = pa & 255
@@ -78,12 +96,8 @@ def flow_get(abuf, s_off, d_off, alen, sport, dport, proto, fkey, fhash, fst, ct
 
 
 @njit(**NJ)
-def l4(src, q, l4len, l4avail, abuf, s_off, d_off, alen, proto, frame, ts, FL, T, R):
+def l4(src, q, l4len, l4avail, abuf, s_off, d_off, alen, proto, frame, ts, fkey, fhash, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr):
     """UDP or TCP at src[q:]: l4len bytes on the wire, l4avail of them captured."""
-    fkey, fhash = FL
-    fst = T[0]
-    md = T[6]
-    ctr = R[4]
     if proto == 17:
         if l4avail < 8:
             return S_TRUNC
@@ -110,7 +124,6 @@ def l4(src, q, l4len, l4avail, abuf, s_off, d_off, alen, proto, frame, ts, FL, T
         md[2] = 0
         md[3] = 0
         md[4] = plen
-        rows, pend, jt, fh, ctr = R
         if rpc_message(src, md, flow, d, 17, frame, ts, rows, pend, jt, fh, ctr):
             return C_PARSED
         return S_UDPNOTRPC
@@ -128,14 +141,12 @@ def l4(src, q, l4len, l4avail, abuf, s_off, d_off, alen, proto, frame, ts, FL, T
         flags = np.int64(src[q + 13])
         flow, d = flow_get(abuf, s_off, d_off, alen, sport, dport, 6, fkey, fhash, fst, ctr)
         return tcp_segment(src, q + doff, l4len - doff, l4avail - doff, seq, flags, flow, d, 6,
-                           frame, ts, T, R)
+                           frame, ts, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr)
     return S_NOTL4
 
 
 @njit(**NJ)
-def ipv4_fragment(buf, p, ihl, tot, e, frame, ts, FL, FR, T, R):
-    fmeta, fbuf, fmap = FR
-    ctr = R[4]
+def ipv4_fragment(buf, p, ihl, tot, e, frame, ts, fkey, fhash, fmeta, fbuf, fmap, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr):
     src32 = be32(buf, p + 12)
     dst32 = be32(buf, p + 16)
     ident = be16(buf, p + 4)
@@ -175,20 +186,26 @@ def ipv4_fragment(buf, p, ihl, tot, e, frame, ts, FL, FR, T, R):
         fmeta[s, FR_PROTO] = proto
         fmeta[s, FR_TOTAL] = -1
         fmeta[s, FR_TS] = ts
-        fbuf[s, FRAG_DATA:FRAG_DATA + 8] = buf[p + 12:p + 20]
+        copy(fbuf[s], FRAG_DATA, buf, p + 12, 8)
         fmap[s, :] = 0
         ctr[C_FRAGSEQ] += 1
         fmeta[s, FR_SEQ] = ctr[C_FRAGSEQ]
     b0 = fo >> 3
     b1 = (fo + plen + 7) >> 3
     new = 0
-    for bi in range(b0, b1):
-        if fmap[s, bi] == 0:
-            fmap[s, bi] = 1
-            new += 1
-            lo = bi * 8
-            hi = min(lo + 8, fo + plen)
-            fbuf[s, lo:hi] = buf[q + lo - fo:q + hi - fo]
+    mv = fmap[s, b0:b1]
+    for bi in range(b1 - b0):
+        new += mv[bi] == 0
+    if new == b1 - b0:  # nothing of it seen before: one copy
+        mv[:] = 1
+        copy(fbuf[s], fo, buf, q, plen)
+    elif new > 0:  # overlaps an earlier fragment: the first copy of each block wins
+        for bi in range(b0, b1):
+            if fmap[s, bi] == 0:
+                fmap[s, bi] = 1
+                lo = bi * 8
+                hi = min(lo + 8, fo + plen)
+                copy(fbuf[s], lo, buf, q + lo - fo, hi - lo)
     if mf == 0:
         fmeta[s, FR_TOTAL] = fo + plen
     if new == 0:
@@ -202,7 +219,7 @@ def ipv4_fragment(buf, p, ihl, tot, e, frame, ts, FL, FR, T, R):
     fmeta[s, FR_USED] = 0
     ctr[C_FRAG_DATAGRAMS] += 1
     fb = fbuf[s]
-    code = l4(fb, 0, total, total, fb, FRAG_DATA, FRAG_DATA + 4, 4, proto, frame, ts, FL, T, R)
+    code = l4(fb, 0, total, total, fb, FRAG_DATA, FRAG_DATA + 4, 4, proto, frame, ts, fkey, fhash, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr)
     if code == C_DEFERRED:  # the TCP segment waits; it counts itself later as one frame
         ctr[C_PARSED] += nfr - 1
     else:
@@ -211,7 +228,7 @@ def ipv4_fragment(buf, p, ihl, tot, e, frame, ts, FL, FR, T, R):
 
 
 @njit(**NJ)
-def frame_outcome(buf, off, caplen, link, frame, ts, FL, FR, T, R):
+def frame_outcome(buf, off, caplen, link, frame, ts, fkey, fhash, fmeta, fbuf, fmap, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr):
     """Decode one captured frame; returns the counter index of its outcome."""
     e = off + caplen
     p = off
@@ -268,11 +285,11 @@ def frame_outcome(buf, off, caplen, link, frame, ts, FL, FR, T, R):
             return S_TRUNC
         ff = be16(buf, p + 6)
         if (ff & 0x3FFF) != 0:
-            return ipv4_fragment(buf, p, ihl, tot, e, frame, ts, FL, FR, T, R)
+            return ipv4_fragment(buf, p, ihl, tot, e, frame, ts, fkey, fhash, fmeta, fbuf, fmap, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr)
         q = p + ihl
         l4len = tot - ihl
         return l4(buf, q, l4len, min(l4len, e - q), buf, p + 12, p + 16, 4,
-                  np.int64(buf[p + 9]), frame, ts, FL, T, R)
+                  np.int64(buf[p + 9]), frame, ts, fkey, fhash, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr)
     if v == 6:
         if e - p < 40:
             return S_TRUNC
@@ -297,5 +314,5 @@ def frame_outcome(buf, off, caplen, link, frame, ts, FL, FR, T, R):
             return S_BADIP
         l4len = end - q
         return l4(buf, q, l4len, max(0, min(l4len, e - q)), buf, p + 8, p + 24, 16, nh, frame,
-                  ts, FL, T, R)
+                  ts, fkey, fhash, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr)
     return S_NOTIP

@@ -18,7 +18,7 @@ from numba import njit
 from ._layout import (C_NFH, C_NFS4_UNKNOWN_OP, C_V4_ROWS_CAPPED, M_COUNT, M_EOF, M_FH, M_FSIZE,
                       M_OFFSET, M_RET, M_STATUS, NJ, P_G0, P_NG, R_COUNT, R_EOF, R_FHLEN,
                       R_FHOFF, R_FHPEND, R_FSIZE, R_MASK, R_OFFSET, R_OP, R_RETCOUNT, R_STATUS,
-                      R_V4POS, V4_MAX_ROWS)
+                      R_V4POS, RF, V4_MAX_ROWS)
 from ._xdr import at, fh_store, pad4, u32, u64
 from .nfs3 import put
 
@@ -84,7 +84,8 @@ def fattr4_size(src, md, p):
 @njit(**NJ)
 def _row(rows, r0, k, tmpl, op, pos, cur_kind, cur_off, cur_len, cur_id):
     r = r0 + k
-    rows[r, :] = tmpl
+    for j in range(RF):
+        rows[r, j] = rows[tmpl, j]
     rows[r, R_OP] = 400 + op
     rows[r, R_V4POS] = pos
     rows[r, R_FHPEND] = -1
@@ -107,7 +108,9 @@ def nfs4_call(src, md, p, rows, r0, fh, ctr, pend, e):
 
     Returns the number of rows made (>= 0), or -1-n when decoding stopped early after n rows.
     """
-    tmpl = rows[r0, :].copy()
+    tmpl = rows.shape[0] - 1  # scratch row (the pool always keeps headroom past r0)
+    for j in range(RF):
+        rows[tmpl, j] = rows[r0, j]
     p = opaque(src, md, p, 1024)  # tag
     if p < 0:
         return -1

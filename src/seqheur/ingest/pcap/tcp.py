@@ -19,8 +19,8 @@ from ._layout import (C_DEFERRED, C_EMPTY_RECORD, C_OOOBYTES, C_OOON, C_PARSED, 
                       D_HDRV, D_HLEN, D_INMSG, D_LAST, D_MLEN, D_NEXT, D_OOO, D_SLOT, D_SYNC,
                       D_TAILN, D_TBAD, DN, F_DIR0, HEAD, MAXREC, NJ, O_AVAIL, O_DIR, O_FLOW,
                       O_FRAME, O_LEN, O_POFF, O_SEQ, O_TS, O_USED, OOO_PER_DIR, S_NOPAYLOAD,
-                      S_RETRANS, S_UNSYNCED, TAIL)
-from ._xdr import be32
+                      S_RETRANS, S_UNSYNCED, TAIL, NJA)
+from ._xdr import be32, copy
 from .rpc import looks_like_call, looks_like_reply, rpc_message
 
 M32 = (1 << 32) - 1
@@ -36,9 +36,9 @@ def sdelta(a, b):
 
 
 @njit(**NJ)
-def find_mark(src, a, n):
-    """Offset in src[a:a+n] of the first plausible record mark followed by an RPC header."""
-    md = np.zeros(5, np.int64)
+def find_mark(src, a, n, md):
+    """Offset in src[a:a+n] of the first plausible record mark followed by an RPC header
+    (md is scratch)."""
     for q in range(0, n - 15):
         v = be32(src, a + q)
         flen = v & 0x7FFFFFFF
@@ -88,19 +88,19 @@ def lose_sync(fst, flow, b, slot_free, ctr):
 
 
 @njit(**NJ)
-def complete(fst, flow, b, d, proto, frame, ts, T, R):
-    fst_, slots, slot_free, lin, ooo, opool, md = T
-    rows, pend, jt, fh, ctr = R
+def complete(flow, b, d, proto, frame, ts, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr):
     s = fst[flow, b + D_SLOT]
     m = fst[flow, b + D_MLEN]
     hl = fst[flow, b + D_HLEN]
     tl = min(TAIL, m - fst[flow, b + D_TBAD])
     if tl < 0:
         tl = 0
-    lin[0:hl] = slots[s, 0:hl]
+    copy(lin, 0, slots[s], 0, hl)
     t0 = m - tl
-    for i in range(tl):
-        lin[hl + i] = slots[s, HEAD + (t0 + i) % TAIL]
+    r0 = t0 % TAIL
+    c = min(tl, TAIL - r0)
+    copy(lin, hl, slots[s], HEAD + r0, c)
+    copy(lin, hl + c, slots[s], HEAD, tl - c)
     md[0] = 0
     md[1] = hl
     md[2] = hl
@@ -111,15 +111,13 @@ def complete(fst, flow, b, d, proto, frame, ts, T, R):
 
 
 @njit(**NJ)
-def tcp_data(src, a, plen, avail, flow, d, proto, frame, ts, T, R):
+def tcp_data(src, a, plen, avail, flow, d, proto, frame, ts, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr):
     """Feed in-order stream bytes (the first ``avail`` of ``plen`` present); frame outcome."""
-    fst, slots, slot_free, lin, ooo, opool, md = T
-    rows, pend, jt, fh, ctr = R
     b = F_DIR0 + d * DN
     p = 0
     used = False
     if fst[flow, b + D_SYNC] == 0:
-        q = find_mark(src, a, avail)
+        q = find_mark(src, a, avail, md)
         if q < 0:
             return S_UNSYNCED
         p = q
@@ -152,7 +150,7 @@ def tcp_data(src, a, plen, avail, flow, d, proto, frame, ts, T, R):
                 or (inmsg != 0 and fst[flow, b + D_MLEN] + flen > MAXREC)
             if bad:
                 lose_sync(fst, flow, b, slot_free, ctr)
-                q = find_mark(src, a + p, avail - p)
+                q = find_mark(src, a + p, avail - p, md)
                 if q < 0:
                     break
                 p += q
@@ -161,7 +159,7 @@ def tcp_data(src, a, plen, avail, flow, d, proto, frame, ts, T, R):
             used = True
             if flen == 0:
                 if inmsg != 0:
-                    complete(fst, flow, b, d, proto, frame, ts, T, R)
+                    complete(flow, b, d, proto, frame, ts, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr)
                 else:
                     ctr[C_EMPTY_RECORD] += 1
                 continue
@@ -200,16 +198,23 @@ def tcp_data(src, a, plen, avail, flow, d, proto, frame, ts, T, R):
             av = 0
         if fst[flow, b + D_BAD] == 0 and fst[flow, b + D_HLEN] == m and m < HEAD and av > 0:
             c = min(av, HEAD - m)
-            slots[s, m:m + c] = src[a + p:a + p + c]
+            copy(slots[s], m, src, a + p, c)
             fst[flow, b + D_HLEN] = m + c
         if av < take:
             fst[flow, b + D_BAD] = 1
             fst[flow, b + D_TBAD] = m + take
         if av > 0:
-            c = min(av, TAIL)
-            s0 = m + av - c
-            for i in range(c):
-                slots[s, HEAD + (s0 + i) % TAIL] = src[a + p + av - c + i]
+            # only bytes that can end up among the record's last TAIL bytes go to the ring:
+            # with the last fragment under way the record's end is known
+            lo = m + av - min(av, TAIL)
+            if last == 1:
+                lo = max(lo, m + frag - TAIL)
+            hi = m + av
+            while lo < hi:
+                r0 = lo % TAIL
+                c = min(hi - lo, TAIL - r0)
+                copy(slots[s], HEAD + r0, src, a + p + (lo - m), c)
+                lo += c
         m += take
         fst[flow, b + D_MLEN] = m
         fst[flow, b + D_TAILN] = m
@@ -217,15 +222,13 @@ def tcp_data(src, a, plen, avail, flow, d, proto, frame, ts, T, R):
         fst[flow, b + D_FRAG] = frag - take
         if frag - take == 0:
             if last == 1:
-                complete(fst, flow, b, d, proto, frame, ts, T, R)
+                complete(flow, b, d, proto, frame, ts, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr)
     return C_PARSED if used else S_UNSYNCED
 
 
 @njit(**NJ)
-def tcp_segment(src, a, plen, avail, seq, flags, flow, d, proto, frame, ts, T, R):
+def tcp_segment(src, a, plen, avail, seq, flags, flow, d, proto, frame, ts, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr):
     """One TCP segment's payload; returns the frame outcome (C_DEFERRED if held)."""
-    fst, slots, slot_free, lin, ooo, opool, md = T
-    rows, pend, jt, fh, ctr = R
     b = F_DIR0 + d * DN
     if flags & 2:  # SYN: a new stream starts at seq + 1, on a record boundary
         reset_msg(fst, flow, b, slot_free, ctr, True)
@@ -249,26 +252,24 @@ def tcp_segment(src, a, plen, avail, seq, flags, flow, d, proto, frame, ts, T, R
         avail = max(avail - cut, 0)
         delta = 0
     if delta > 0:
-        if stash(src, a, plen, avail, seq, flow, d, frame, ts, T, R):
+        if stash(src, a, plen, avail, seq, flow, d, frame, ts, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr):
             if fst[flow, b + D_OOO] > OOO_PER_DIR:
-                drain(flow, d, proto, False, T, R)  # jumps the first hole, keeps the rest
+                drain(flow, d, proto, False, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr)  # jumps the first hole, keeps the rest
             return C_DEFERRED
         # no room to wait for the hole: declare it a gap now
         ctr[C_TCP_GAPS] += 1
         ctr[C_TCP_GAP_BYTES] += delta
         lose_sync(fst, flow, b, slot_free, ctr)
         fst[flow, b + D_NEXT] = seq
-    code = tcp_data(src, a, plen, avail, flow, d, proto, frame, ts, T, R)
+    code = tcp_data(src, a, plen, avail, flow, d, proto, frame, ts, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr)
     fst[flow, b + D_NEXT] = (fst[flow, b + D_NEXT] + plen) & M32
     if fst[flow, b + D_OOO] > 0:
-        drain(flow, d, proto, False, T, R)
+        drain(flow, d, proto, False, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr)
     return code
 
 
 @njit(**NJ)
-def stash(src, a, plen, avail, seq, flow, d, frame, ts, T, R):
-    fst, slots, slot_free, lin, ooo, opool, md = T
-    rows, pend, jt, fh, ctr = R
+def stash(src, a, plen, avail, seq, flow, d, frame, ts, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr):
     used = ctr[C_OOOBYTES]
     if used + avail > opool.shape[0]:
         return False
@@ -283,7 +284,7 @@ def stash(src, a, plen, avail, seq, flow, d, frame, ts, T, R):
             ooo[i, O_POFF] = used
             ooo[i, O_FRAME] = frame
             ooo[i, O_TS] = ts
-            opool[used:used + avail] = src[a:a + avail]
+            copy(opool, used, src, a, avail)
             ctr[C_OOOBYTES] = used + avail
             ctr[C_OOON] += 1
             fst[flow, F_DIR0 + d * DN + D_OOO] += 1
@@ -292,10 +293,8 @@ def stash(src, a, plen, avail, seq, flow, d, frame, ts, T, R):
 
 
 @njit(**NJ)
-def drain(flow, d, proto, force, T, R):
+def drain(flow, d, proto, force, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr):
     """Feed waiting segments that the stream has reached; with ``force`` jump holes."""
-    fst, slots, slot_free, lin, ooo, opool, md = T
-    rows, pend, jt, fh, ctr = R
     b = F_DIR0 + d * DN
     while fst[flow, b + D_OOO] > 0:
         nxt = fst[flow, b + D_NEXT]
@@ -329,14 +328,14 @@ def drain(flow, d, proto, force, T, R):
         else:
             cut = -bd
             code = tcp_data(opool, a + cut, plen - cut, max(avail - cut, 0), flow, d, proto,
-                            ooo[best, O_FRAME], ooo[best, O_TS], T, R)
+                            ooo[best, O_FRAME], ooo[best, O_TS], fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr)
             fst[flow, b + D_NEXT] = (fst[flow, b + D_NEXT] + plen - cut) & M32
             ctr[code] += 1
     if ctr[C_OOON] == 0:
         ctr[C_OOOBYTES] = 0
 
 
-@njit(**NJ)
+@njit(**NJA)
 def compact_ooo(ooo, opool, ctr):
     """Move waiting segments' bytes to the front of the pool (they were bump-allocated)."""
     n = ooo.shape[0]

@@ -1,0 +1,136 @@
+"""Top-level numba kernels of the decoder: the per-frame loop, call expiry, row batches.
+
+Kept apart from the Python driver (_engine.py) so that editing the driver does not invalidate
+the compiled cache of the (large) frame kernel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from . import container as ct
+from ._layout import (C_DEFERRED, C_NFH, C_NFLOWS, C_NJOIN, C_NOW, C_NPEND, C_NROWS,
+                      C_OOOBYTES, C_OOON, C_ORPHAN_CALLS, C_SLOTTOP, HR_FH, HR_MSGS, HR_ROWS,
+                      M_FH, NJ, NJA, P_KEY, P_NROWS, P_PROC, P_PROG, P_ROW0, P_STATE, P_TIME,
+                      R_DONE, R_FHLEN, R_FHOFF, R_MASK, S_BADIF, S_CORRUPT)
+from .net import frame_outcome
+from .rpc import join_insert
+
+
+@njit(**NJ)
+def process(buf, foff, fcap, flink, fts, i0, n, fbase, fkey, fhash, fmeta, fbuf, fmap, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr):
+    """Decode frames i0..n-1; returns where it stopped (n, or earlier when a pool is low)."""
+    for i in range(i0, n):
+        if ctr[C_NROWS] + HR_ROWS > rows.shape[0] or ctr[C_NPEND] + HR_MSGS > pend.shape[0] \
+                or (ctr[C_NJOIN] + HR_MSGS) * 2 > jt.shape[0] or ctr[C_NFH] + HR_FH > fh.shape[0] \
+                or (ctr[C_NFLOWS] + 2) * 2 > fhash.shape[0] or ctr[C_NFLOWS] + 2 > fkey.shape[0] \
+                or ctr[C_SLOTTOP] < 2 or ctr[C_OOON] + 2 > ooo.shape[0] \
+                or ctr[C_OOOBYTES] + 70000 > opool.shape[0]:
+            return i
+        lk = flink[i]
+        if lk == ct.LINK_BAD_IF:
+            ctr[S_BADIF] += 1
+            continue
+        if lk == ct.LINK_CORRUPT:
+            ctr[S_CORRUPT] += 1
+            continue
+        ts = fts[i]
+        if ts > ctr[C_NOW]:
+            ctr[C_NOW] = ts
+        code = frame_outcome(buf, foff[i], fcap[i], lk, fbase + i + 1, ts, fkey, fhash, fmeta, fbuf, fmap, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr)
+        if code >= 0 and code != C_DEFERRED:
+            ctr[code] += 1
+    return n
+
+
+@njit(**NJA)
+def fnv_rehash(fkey, n, size):
+    fhash = np.zeros(size, np.int64)
+    mask = np.uint64(size - 1)
+    for f in range(n):
+        h = np.uint64(0xCBF29CE484222325)
+        for i in range(38):
+            h = (h ^ np.uint64(fkey[f, i])) * np.uint64(0x100000001B3)
+        j = np.int64(h & mask)
+        while fhash[j] != 0:
+            j = np.int64((np.uint64(j) + np.uint64(1)) & mask)
+        fhash[j] = f + 1
+    return fhash
+
+
+@njit(**NJA)
+def expire(pend, jt, rows, ctr, cutoff):
+    """Forget calls made before ``cutoff`` (capture ns); compact the table; rebuild the join.
+
+    Unanswered NFS calls among them become orphan calls; their rows are final."""
+    n = ctr[C_NPEND]
+    w = 0
+    for e in range(n):
+        if pend[e, P_TIME] < cutoff:
+            if pend[e, P_STATE] == 0 and pend[e, P_PROG] == 100003 and pend[e, P_PROC] >= 0:
+                ctr[C_ORPHAN_CALLS] += 1
+            r0 = pend[e, P_ROW0]
+            if r0 >= 0:
+                for k in range(pend[e, P_NROWS]):
+                    rows[r0 + k, R_DONE] = 1
+            continue
+        if w != e:
+            pend[w, :] = pend[e, :]
+        w += 1
+    ctr[C_NPEND] = w
+    jt[:, :] = 0
+    ctr[C_NJOIN] = 0
+    for e in range(w):
+        join_insert(jt, pend[e, P_KEY], e, ctr)
+
+
+@njit(**NJA)
+def settle(rows, pend, fh, ctr, upto):
+    """Number k of leading rows that are final (reply seen or call expired), at most upto."""
+    k = 0
+    while k < upto and rows[k, R_DONE] != 0:
+        k += 1
+    return k
+
+
+@njit(**NJA)
+def shift_rows(rows, pend, fh, ctr, k):
+    """Drop rows [0, k) (already emitted): move the rest down, re-point calls and handles."""
+    n = ctr[C_NROWS]
+    m = n - k
+    rows[0:m, :] = rows[k:n, :].copy()
+    for e in range(ctr[C_NPEND]):
+        r0 = pend[e, P_ROW0]
+        if r0 >= 0:
+            pend[e, P_ROW0] = r0 - k if r0 >= k else -1
+    ctr[C_NROWS] = m
+    # compact the handle arena to the remaining rows' handles
+    newfh = np.empty(fh.shape[0], np.uint8)
+    w = 0
+    for r in range(m):
+        if rows[r, R_MASK] & M_FH:
+            o = rows[r, R_FHOFF]
+            ln = rows[r, R_FHLEN]
+            newfh[w:w + ln] = fh[o:o + ln]
+            rows[r, R_FHOFF] = w
+            w += ln
+    fh[0:w] = newfh[0:w]
+    ctr[C_NFH] = w
+
+
+@njit(**NJA)
+def gather_fh(rows, fh, k):
+    """Arrow binary buffers (offsets int32, data) for the handles of rows [0, k)."""
+    offs = np.zeros(k + 1, np.int32)
+    total = 0
+    for r in range(k):
+        if rows[r, R_MASK] & M_FH:
+            total += rows[r, R_FHLEN]
+        offs[r + 1] = total
+    data = np.empty(max(total, 1), np.uint8)
+    for r in range(k):
+        if rows[r, R_MASK] & M_FH:
+            o = rows[r, R_FHOFF]
+            data[offs[r]:offs[r + 1]] = fh[o:o + rows[r, R_FHLEN]]
+    return offs, data
