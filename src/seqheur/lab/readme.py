@@ -71,8 +71,13 @@ over NFSv3/TCP, their READs interleaved on the wire as a server sees them.
 
 ## Other files
 
-Files here without a manifest (such as `synthetic-mix.parquet`) were not made by the capture lab;
-see `docs/quickstart.md` and `docs/formats.md`.
+Files here without a manifest were not made by the capture lab:
+
+* `synthetic-mix.parquet` — a request table (Parquet) of a synthetic trace, the fallback demo
+  trace, made by
+  `seqheur synth mix --readers 4 --total-mb 16 --reorder 0.06 --stride 2 --stride-mb 8 --random 500 --seed 7 -o traces/synthetic-mix.parquet`:
+  four paper-style readers of 4 MiB files with 6% client reordering, a 2-stride reader of an
+  8 MiB file and 500 random READs, interleaved in time (docs/formats.md §Synthetic workloads).
 """
 
 
