@@ -171,7 +171,7 @@ def test_detector_specs() -> None:
     d = parse_detector("slowdown:window=64KiB")
     assert d.params.window == 65536 and d.spec == "slowdown"
     assert parse_detector("slowdown:window=1MiB,seqmax=64").spec == "slowdown:window=1048576,seqmax=64"
-    assert parse_detector("cursor:cursors=8:window=0").state_words == 1 + 3 * 8
+    assert parse_detector("cursor:cursors=8:window=0").state_words == 2 + 3 * 8
     assert parse_detector("zfetch:assume_more=yes").params.assume_more is True
     np.testing.assert_array_equal(parse_detector("freebsd").param_array(), [32768, 16, 16384, 127])
 

@@ -38,7 +38,7 @@ def test_detectors_and_tables_json() -> None:
     assert r.exit_code == 0, r.output
     rows = {d["name"]: d for d in json.loads(r.output)}
     assert rows["slowdown"]["params"] == {"window": 65536, "seqmax": 127}
-    assert rows["cursor"]["state_words"] == 13 and rows["zfetch"]["max_seqcount"] == 32
+    assert rows["cursor"]["state_words"] == 14 and rows["zfetch"]["max_seqcount"] == 32
     assert all(d["source"] for d in rows.values() if d["builtin"])
     r = CliRunner().invoke(cli, ["tables", "--json"])
     assert r.exit_code == 0

@@ -192,3 +192,42 @@ def test_counterexample_raparms_three_files_in_one_bucket() -> None:
     s = ReadStream.from_arrays(f, o, K8)
     r = seqheur.detect(s, "freebsd4", "raparms:hash=dense")
     assert r.slot_fresh[33:].all() and r.ejections >= 60
+
+
+def _cursor_reference(offsets, counts, cursors=4, window=65536):
+    """The cursor rule of spec §5.0 in plain Python (full scan, no shortcut)."""
+    cur: list[list[int]] = []  # [nextoff, seq, last_use]
+    out = []
+    for tick, (off, cnt) in enumerate(zip(offsets, counts), 1):
+        cands = [(abs(off - c[0]), -c[2], k) for k, c in enumerate(cur) if abs(off - c[0]) <= window]
+        if cands:
+            k = min(cands)[2]
+        else:
+            if len(cur) < cursors:
+                cur.append([0, 0, 0])
+                k = len(cur) - 1
+            else:
+                k = min(range(len(cur)), key=lambda j: cur[j][2])
+            cur[k][0] = off
+            cur[k][1] = 4 if off == 0 else 1
+        c = cur[k]
+        if (off == 0 and c[1] > 0) or off == c[0]:
+            c[1] = min(c[1] + 1, 127)
+        elif abs(off - c[0]) > window:
+            c[1] //= 2
+        c[0] = off + cnt
+        c[2] = tick
+        out.append(c[1])
+    return out
+
+
+@LAW_SETTINGS
+@given(data=st.data(), cursors=st.integers(1, 5))
+def test_cursor_kernel_matches_reference(data, cursors: int) -> None:
+    n = data.draw(st.integers(1, 80))
+    offs = data.draw(st.lists(st.sampled_from([0, K8, 2 * K8, 3 * K8, 9 * K8, 10 * K8, 1 << 20,
+                                               (1 << 20) + K8, 1 << 30]), min_size=n, max_size=n))
+    counts = data.draw(st.lists(st.sampled_from([K8, 0, 4096]), min_size=n, max_size=n))
+    s = ReadStream.from_arrays(np.zeros(n, int), offs, counts)
+    got = seqheur.detect(s, f"cursor:cursors={cursors}", "ideal").seqcount.tolist()
+    assert got == _cursor_reference(offs, counts, cursors)

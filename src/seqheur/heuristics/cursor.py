@@ -8,8 +8,11 @@ is recycled and initialised like a new table entry (seqcount 4 at offset 0 else 
 ``nextoff := off``). The SlowDown update is applied to the chosen cursor, whose seqcount is
 the result.
 
-State per slot: ``[tick, (nextoff, seqcount, last_use) * cursors]``; ``last_use == 0`` marks a
-free cursor, ``tick`` counts the slot's requests (recency without a global clock).
+State per slot: ``[tick, last, (nextoff, seqcount, last_use) * cursors]``; ``last_use == 0``
+marks a free cursor, ``tick`` counts the slot's requests (recency without a global clock),
+``last`` is the most recently used cursor: if the READ continues it exactly, the full rule
+would pick it too (an exact match, and the most recent among exact matches), so the scan is
+skipped.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from .registry import detector
 from .slowdown import step
 
 TICK = 0
+LAST = 1
+BASE = 2
 C_NEXT = 0
 C_SEQ = 1
 C_USE = 2
@@ -55,44 +60,49 @@ def update(state, params, offset, count, time_ns):
     window = params[1]
     tick = state[TICK] + 1
     state[TICK] = tick
-    best = -1
-    best_d = 0
-    best_use = 0
-    free = -1
-    lru = -1
-    lru_use = 0
-    for c in range(ncur):
-        b = uint64(1 + c * C_WORDS)  # unsigned: no negative-index wraparound code
-        use = state[b + C_USE]
-        if use == 0:
-            if free < 0:
-                free = c
-            continue
-        if lru < 0 or use < lru_use:
-            lru = c
-            lru_use = use
-        d = offset - state[b + C_NEXT]
-        d = d if d >= 0 else -d
-        if d <= window:
-            # exact match first (d == 0), then smallest distance, then most recently used
-            if best < 0 or d < best_d or (d == best_d and use > best_use):
-                best = c
-                best_d = d
-                best_use = use
-    if best < 0:
-        best = free if free >= 0 else lru
-        b = uint64(1 + best * C_WORDS)
-        state[b + C_NEXT] = offset
-        state[b + C_SEQ] = 4 if offset == 0 else 1
-    b = uint64(1 + best * C_WORDS)
+    b = uint64(BASE + state[LAST] * C_WORDS)  # unsigned: no negative-index wraparound code
+    if state[b + C_USE] != 0 and state[b + C_NEXT] == offset:
+        best = state[LAST]  # exact continuation of the most recent cursor
+    else:
+        best = -1
+        best_d = 0
+        best_use = 0
+        free = -1
+        lru = -1
+        lru_use = 0
+        for c in range(ncur):
+            b = uint64(BASE + c * C_WORDS)
+            use = state[b + C_USE]
+            if use == 0:
+                if free < 0:
+                    free = c
+                continue
+            if lru < 0 or use < lru_use:
+                lru = c
+                lru_use = use
+            d = offset - state[b + C_NEXT]
+            d = d if d >= 0 else -d
+            if d <= window:
+                # exact match first (d == 0), then smallest distance, then most recently used
+                if best < 0 or d < best_d or (d == best_d and use > best_use):
+                    best = c
+                    best_d = d
+                    best_use = use
+        if best < 0:
+            best = free if free >= 0 else lru
+            b = uint64(BASE + best * C_WORDS)
+            state[b + C_NEXT] = offset
+            state[b + C_SEQ] = 4 if offset == 0 else 1
+    b = uint64(BASE + best * C_WORDS)
     seq = step(state[b + C_SEQ], state[b + C_NEXT], offset, window, params[2])
     state[b + C_SEQ] = seq
     state[b + C_NEXT] = offset + count
     state[b + C_USE] = tick
+    state[LAST] = best
     return seq
 
 
-@detector("cursor", params=CursorParams, state_words=lambda p: 1 + C_WORDS * p.cursors,
+@detector("cursor", params=CursorParams, state_words=lambda p: BASE + C_WORDS * p.cursors,
           builtin=True, max_seqcount=lambda p: p.seqmax,
           source="Ellard & Seltzer, FREENIX 2003, §7 (no published code); spec §5.0")
 class Cursor:
