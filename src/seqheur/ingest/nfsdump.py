@@ -231,8 +231,6 @@ class _Parser:
         buf = b""
         pos = 0
         eof = False
-        seps_for: tuple[int, int] = (0, -1)
-        arr = seps = np.zeros(0, dtype=np.int64)
         with open_input(self.path) as f:
             while True:
                 # the kernel sees whole lines only: up to the last newline (all at the end)
@@ -242,12 +240,7 @@ class _Parser:
                     k = buf.rfind(b"\n", pos)
                     limit = k + 1 if k >= 0 else pos
                 if limit > pos:
-                    if seps_for != (id(buf), limit):
-                        arr = np.frombuffer(buf, dtype=np.uint8, count=limit)
-                        # every byte <= 32 separates tokens; one vectorized pass per buffer
-                        seps = np.flatnonzero(arr <= 32)
-                        seps_for = (id(buf), limit)
-                    k0 = int(np.searchsorted(seps, pos))
+                    arr = np.frombuffer(buf, dtype=np.uint8, count=limit)
                     need = n_fh + (limit - pos) // 2 + 16
                     if need > self.fh_data.shape[0]:
                         grown = np.zeros(_pow2(need), dtype=np.uint8)
@@ -255,8 +248,8 @@ class _Parser:
                         self.fh_data = grown
                     self.skip_counts[:] = 0
                     o = self.out
-                    nxt, nl, nr, nfh, full, _k = K.parse_chunk(
-                        arr, seps, k0, pos, opts.chunk_lines - n_lines, self.lines + n_lines,
+                    nxt, nl, nr, nfh, full = K.parse_chunk(
+                        arr, pos, opts.chunk_lines - n_lines, self.lines + n_lines,
                         opts.max_line_bytes,
                         self.hosts.pool, self.hosts.offs, self.hosts.lens, self.hosts.slots,
                         self.hosts.meta,
