@@ -14,8 +14,8 @@ loops the same way); ``detect_loop(info)`` returns the loop used by :func:`seqhe
 
     run(file, offset, count, time_ns, tab, state, params, out_seq, out_fresh, counters, seen) -> n
 
-one per (detector, table kind): the kind's lookup is called directly with the table scalars
-hoisted out of the loop (measured 42 -> 68 M requests/s for freebsd4 + nfsheur:64x4 against a
+one for nfsheur tables and one for the others, per detector: the lookup is called directly with
+the table scalars hoisted out of the loop (measured 42 -> 68 M requests/s for freebsd4 + nfsheur:64x4 against a
 loop calling the generic ``table_lookup``).
 
 ``counters``: [0] fresh slots, [1] ejections (fresh slot that held another file), [2] cold
@@ -60,6 +60,7 @@ def run(file, offset, count, time_ns, tab, state, params, out_seq, out_fresh, co
     order = tab[3]
     h0 = tab[4]
     # table scalars, hoisted so they stay in registers
+    kind = cfg[0]
     n_slots = cfg[1]
     probes = cfg[2]
     per = cfg[3]
@@ -68,7 +69,7 @@ def run(file, offset, count, time_ns, tab, state, params, out_seq, out_fresh, co
     use_max = cfg[7]
     n = file.shape[0]
     for i in range(n):
-        slot, fresh, prev = __LOOKUP__
+        __LOOKUP__
         row = state[uint64(slot)]  # unsigned: no negative-index wraparound code
         if fresh:
             counters[0] += 1
@@ -83,11 +84,19 @@ def run(file, offset, count, time_ns, tab, state, params, out_seq, out_fresh, co
     return n
 '''
 
-# table kind (tables.KIND_*) -> lookup call in the generated loop
+# Table kind (tables.KIND_*) -> (loop variant, lookup code in the generated loop). nfsheur,
+# the hot case, gets its own loop; ideal and raparms share one that switches on the kind at run
+# time (a perfectly predicted branch; measured no slower for ideal), which keeps the number of
+# loops to compile per detector at two.
+_OTHER = """if kind == 2:
+            slot, fresh, prev = raparms_lookup(slot_file, order, h0, per, file[i])
+        else:
+            slot, fresh, prev = ideal_lookup(slot_file, file[i])"""
 LOOKUPS = {
-    0: "ideal_lookup(slot_file, file[i])",
-    1: "nfsheur_lookup(slot_file, use, h0, n_slots, probes, use_init, use_inc, use_max, file[i])",
-    2: "raparms_lookup(slot_file, order, h0, per, file[i])",
+    0: ("other", _OTHER),
+    1: ("nfsheur", "slot, fresh, prev = nfsheur_lookup(slot_file, use, h0, n_slots, probes, "
+                   "use_init, use_inc, use_max, file[i])"),
+    2: ("other", _OTHER),
 }
 
 
@@ -208,15 +217,16 @@ def detect_loop(info: Any, kind: int = 1, nrt: bool = False) -> Any:
     ``nrt=False`` (fast) binds NRT-free versions of the detector's functions; use ``nrt=True``
     if those fail to compile (see :func:`run_detect_loop`).
     """
-    key = (info.name, id(info.update), int(kind), nrt)
+    variant, lookup = LOOKUPS[int(kind)]
+    key = (info.name, id(info.update), variant, nrt)
     loop = _LOOPS.get(key)
     if loop is None:
         if nrt:
             binds = {"_reset": info.reset, "_update": info.update}
         else:
             binds = {"_reset": without_nrt(info.reset), "_update": without_nrt(info.update)}
-        template = DETECT_TEMPLATE.replace("__LOOKUP__", LOOKUPS[int(kind)])
-        loop = specialize(template, binds, f"detect_{info.name}_k{int(kind)}", nrt=nrt)
+        template = DETECT_TEMPLATE.replace("__LOOKUP__", lookup)
+        loop = specialize(template, binds, f"detect_{info.name}_{variant}", nrt=nrt)
         _LOOPS[key] = loop
     return loop
 
