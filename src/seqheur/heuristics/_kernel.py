@@ -5,27 +5,29 @@ closure over one is recompiled in every process (its cache key pickles the closu
 differ per process). So for each detector a tiny module is *generated* whose globals ``_reset``
 and ``_update`` are bound to the detector's dispatchers before the first call; the file name
 carries a hash of the loop template, ``tables.py`` and the source files of the detector (and of
-every jitted function its modules refer to), so numba's on-disk
-cache (keyed by the generated file) is reused across processes and invalidated when any of them
-changes. Built-ins and plug-ins take the same path; calls inline, so both run at full speed.
+every jitted function its modules refer to), so numba's on-disk cache (keyed by the generated
+file) is reused across processes and invalidated when any of them changes. Built-ins and plug-ins take the same path; calls inline, so both run at full speed.
 
 ``specialize(template, bindings, tag)`` is the general tool (the replay issue can build its own
 loops the same way); ``detect_loop(info)`` returns the loop used by :func:`seqheur.detect`:
 
     run(file, offset, count, time_ns, tab, state, params, out_seq, out_fresh, counters, seen) -> n
 
-one for nfsheur tables and one for the others, per detector: the lookup is called directly with
-the table scalars hoisted out of the loop (measured 42 -> 68 M requests/s for freebsd4 + nfsheur:64x4 against a
-loop calling the generic ``table_lookup``).
+Two loops per detector: one for nfsheur tables, one shared by ideal and raparms. The lookup is
+called directly with the table scalars hoisted out of the loop (measured 42 -> 68 M requests/s
+for freebsd4 + nfsheur:64x4 against a loop calling the generic ``table_lookup``).
 
 ``counters``: [0] fresh slots, [1] ejections (fresh slot that held another file), [2] cold
 (fresh slots of files never seen before; ``seen`` is a uint8 array, one per file).
-**Speed note for numba callers**: passing arrays to a separately compiled jitted function from
-inside a hot loop costs NRT reference counting (atomic inc/dec per array per call; measured
-~8x slower here). ``table_lookup``, the built-in detectors and these loops are therefore
+
+**Speed notes for numba callers.** Passing arrays to a separately compiled jitted function from
+inside a hot loop costs NRT reference counting (atomic inc/dec per array per call; 7-11x slower
+in our measurements). ``table_lookup``, the built-in detectors and these loops are therefore
 compiled with ``_nrt=False`` (they never allocate); a replay loop calling them should be too.
 Plug-in functions are re-jitted with ``_nrt=False`` for the loop (falling back to the
-plug-in's own dispatchers if that does not compile, e.g. when it allocates arrays).
+plug-in's own dispatchers if that does not compile, e.g. when it allocates arrays). Index
+arrays with ``uint64(i)`` where ``i >= 0`` is known: numba then omits negative-index
+wraparound code (20-30 % faster here).
 
 Generated files live in ``$SEQHEUR_CACHE_DIR`` (default ``$XDG_CACHE_HOME/seqheur`` or
 ``~/.cache/seqheur``) under ``kernels/``.
@@ -45,7 +47,7 @@ from types import ModuleType
 from typing import Any
 
 _LOCK = threading.Lock()
-_LOOPS: dict[tuple[str, int], Any] = {}
+_LOOPS: dict[tuple[Any, ...], Any] = {}
 
 DETECT_TEMPLATE = '''
 from numba import njit, uint64
