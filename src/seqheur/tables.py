@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Union
 
 import numpy as np
@@ -385,7 +385,3 @@ def table_lookup(tab, f):
     if kind == KIND_RAPARMS:
         return raparms_lookup(tab[1], tab[3], tab[4], cfg[3], f)
     return ideal_lookup(tab[1], f)
-
-
-def table_fields(model: TableModel) -> list[str]:
-    return [f.name for f in fields(model)]
