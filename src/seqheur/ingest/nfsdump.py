@@ -334,9 +334,14 @@ class _Parser:
                 self.report.skip(reason, n=n - shown)
 
     def _emit(self, n_rec: int, n_fh: int) -> _Records:
-        cols = {k: v[:n_rec].copy() for k, v in self.out.items()}
-        offs = self.fh_offs[: n_rec + 1].copy()
-        data = self.fh_data[:n_fh].copy()
+        # hand the filled arrays over and start the next chunk in fresh ones (no copy)
+        cols = {k: v[:n_rec] for k, v in self.out.items()}
+        offs = self.fh_offs[: n_rec + 1]
+        data = self.fh_data[:n_fh]
+        n = self.opts.chunk_lines
+        self.out = {k: np.empty(n, dtype=t) for k, t in _REC_FIELDS}
+        self.fh_offs = np.empty(n + 1, dtype=np.int64)
+        self.fh_data = np.empty(self.fh_data.shape[0], dtype=np.uint8)
         has = (cols["flags"] & K.F_FH) != 0
         # guard the zero-copy Arrow construction below against any offset bookkeeping slip
         if offs[0] != 0 or offs[-1] != n_fh or (n_rec and bool(np.any(offs[1:] < offs[:-1]))):
@@ -396,7 +401,7 @@ class _Joiner:
         row_call, row_reply = row_call[:nrow], row_reply[:nrow]
         cutoff = int(recs.cols["time"][-1]) - self.window_ns if len(recs) else \
             np.iinfo(np.int64).min
-        used_now = int(t["used"].sum())
+        used_now += int(self.counters[K.J_CALLS] - before[K.J_CALLS])  # upper bound
         new = self._new_table(_pow2(2 * (used_now + self.opts.chunk_lines) + 16)) \
             if not final else self._new_table(16)
         carry, _kept = K.carry_and_rebuild(
