@@ -346,3 +346,57 @@ def test_times_beyond_int64_ns_are_bad_time(tmp_path: Path) -> None:
     table, rep = read_nfsdump(p)
     assert rep.skipped == {"bad_time": 2}
     assert as_ns(table.column("time")[0].as_py()) == 9223372035 * NS + 999999 * 1000
+
+
+def _call(t: str, xid: str, client: str = "1.0001", op: str = "read") -> bytes:
+    return (f"{t} {client} 0.0801 U C3 {xid} 6 {op} fh 0a0b off 0 count 2000 "
+            f"con = XXX len = XXX\n").encode()
+
+
+def _reply(t: str, xid: str, client: str = "1.0001", op: str = "read") -> bytes:
+    return (f"{t} 0.0801 {client} U R3 {xid} 6 {op} OK size 4000 count 2000 eof 0 "
+            f"status=XXX pl = XXX con = XXX len = XXX\n").encode()
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 100])
+def test_retransmissions_across_chunks(tmp_path: Path, chunk: int) -> None:
+    p = tmp_path / "r.txt"
+    p.write_bytes(_call("10.000000", "a1") + _reply("10.001000", "a1")
+                  + _call("11.000000", "a1") + _reply("11.001000", "a1")   # retransmission
+                  + _call("12.000000", "a1", op="getattr")                  # same xid, new op
+                  + _call("100.000000", "a1"))                              # beyond the window
+    table, rep = read_nfsdump(p, chunk_lines=chunk, window=30.0)
+    check_invariants(rep)
+    assert (rep.retransmissions, rep.extra["duplicate_replies"]) == (1, 1)
+    assert (rep.matched, rep.orphan_calls, rep.orphan_replies) == (1, 2, 0)
+    assert table.column("source_index").to_pylist() == [1, 5, 6]
+    assert as_ns(table.column("reply_time")[0].as_py()) == 10 * NS + 1_000_000
+
+
+@pytest.mark.parametrize("chunk", [1, 4, 100])
+def test_late_reply_after_window_is_an_orphan(tmp_path: Path, chunk: int) -> None:
+    p = tmp_path / "late.txt"
+    lines = [_call("10.000000", "b1")] + [_call(f"{20 + i}.000000", f"c{i}") for i in range(3)]
+    lines += [_reply(f"{20 + i}.500000", f"c{i}") for i in range(3)]
+    lines += [_reply("50.000000", "b1")]  # 40 s after its call: window is 5 s
+    p.write_bytes(b"".join(lines))
+    table, rep = read_nfsdump(p, chunk_lines=chunk, window=5.0)
+    check_invariants(rep)
+    # the same answer whatever the chunking
+    assert (rep.matched, rep.orphan_calls, rep.orphan_replies) == (3, 1, 1)
+    assert table.column("source_index").to_pylist() == [1, 2, 3, 4, 8]
+
+
+def test_many_hosts_grow_the_host_table(tmp_path: Path) -> None:
+    p = tmp_path / "hosts.txt"
+    n = 5000  # the host table starts with room for 1024
+    body = b"".join(_call(f"{1000 + i}.000000", f"{i + 1:x}", client=f"{i}.03ff")
+                    + _reply(f"{1000 + i}.000500", f"{i + 1:x}", client=f"{i}.03ff")
+                    for i in range(n))
+    p.write_bytes(body)
+    for chunk in (777, 1 << 18):
+        table, rep = read_nfsdump(p, chunk_lines=chunk)
+        check_invariants(rep)
+        assert rep.matched == n and table.num_rows == n
+        assert table.column("client").to_pylist() == [f"{i}.03ff" for i in range(n)]
+        assert set(table.column("server").to_pylist()) == {"0.0801"}

@@ -727,8 +727,9 @@ def join_records(kind, time, client, server, tr, xid, op, n_carry, window_ns,
     Records [0, n_carry) are pending calls carried from the previous chunk; rows
     [0, n_carry) are theirs and the table already points at them. Returns the row count.
     A call with the key of a recent (``window_ns``) call of the same op is a retransmission
-    and is dropped; so is a second reply. A reply without a pending call of its op is an
-    orphan and gets a row of its own. The table must have room for every new record.
+    and is dropped; so is a second reply. A reply matches a pending call of its key and op
+    made at most ``window_ns`` before it (so the result does not depend on where chunks
+    end); any other reply is an orphan and gets a row of its own. The table must have room for every new record.
     """
     nrow = n_carry
     for i in range(n_carry):
@@ -760,7 +761,7 @@ def join_records(kind, time, client, server, tr, xid, op, n_carry, window_ns,
         else:
             counters[J_REPLIES] += 1
             if found and t_op[j] == op[i]:
-                if not t_replied[j] and t_row[j] >= 0:
+                if not t_replied[j] and t_row[j] >= 0 and time[i] - t_time[j] <= window_ns:
                     row_reply[t_row[j]] = i
                     t_replied[j] = True
                     counters[J_MATCHED] += 1

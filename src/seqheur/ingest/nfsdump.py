@@ -68,7 +68,8 @@ class NfsdumpOptions:
 
     chunk_lines: lines per chunk (memory ~ chunk_lines x line length, plus pending calls).
     window: seconds; a call with the key and op of a call seen less than this long ago is a
-        retransmission, and a call still unanswered after this long is an orphan.
+        retransmission, a reply matches only a call made at most this long before it, and a
+        call still unanswered after this long is an orphan.
     max_line_bytes: longer lines (e.g. the NUL blocks of some hourly files) are skipped as
         ``overlong_line`` without being held in memory.
     """
