@@ -20,14 +20,36 @@ Figures (one core each):
 
 from __future__ import annotations
 
-import io
 import os
+import sys
+
+if __name__ == "__main__" and len(sys.argv) > 2 and sys.argv[1] == "--spawn":
+    # Launcher for one measured child, started before any heavy import: a child forked from
+    # the (large) benchmark process would inherit its peak RSS (Linux keeps ru_maxrss across
+    # exec), so this small process forks the command and reports the command's own figures.
+    import json
+    import time
+
+    t0 = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        os.execvp(sys.argv[2], sys.argv[2:])
+    _, status, ru = os.wait4(pid, 0)
+    sys.stderr.write("\n@@" + json.dumps({
+        "seconds": time.perf_counter() - t0, "cpu": ru.ru_utime + ru.ru_stime,
+        "rss_mb": ru.ru_maxrss / 1024.0, "returncode": os.waitstatus_to_exitcode(status)}) + "\n")
+    sys.exit(0)
+
+import io
 import shutil
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import WORK, parse_args, summarize, write_result  # noqa: E402
@@ -41,15 +63,16 @@ TSHARK_FIELDS = ["-d", "tcp.port==2049,rpc", "-d", "udp.port==2049,rpc",
 
 
 def run_child(cmd: list[str]) -> dict:
-    """Wall seconds, CPU seconds (user + system), peak RSS MB and output of a child process."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    out = proc.stdout.read() if proc.stdout else b""
-    _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return {"seconds": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024.0,
-            "returncode": proc.returncode, "stdout": out}
+    """Wall seconds, CPU seconds (user + system), peak RSS MB and stdout of a command, measured
+    by a small launcher process (see ``--spawn`` at the top of this file)."""
+    import json
+
+    proc = subprocess.run([sys.executable, "-S", __file__, "--spawn", *cmd], capture_output=True,
+                          check=False)
+    line = proc.stderr.rsplit(b"\n@@", 1)[-1]
+    out = json.loads(line)
+    out["stdout"] = proc.stdout
+    return out
 
 
 def make_capture(mb: int) -> Path:
@@ -104,7 +127,7 @@ def main() -> None:
 
     table, rep = read_pcap(cap)  # warm the JIT cache
     frames = rep.records_total
-    ours = table.filter(table.column("op") == "read")
+    ours = table.filter(pc.equal(table.column("op").cast(pa.string()), "read"))
     dp = [r for r in peer_dpkt_nfs.decode(str(cap)) if r[1] == 6]
     tshark = shutil.which("tshark")
     if tshark is None:

@@ -6,6 +6,7 @@ The default run tries a few hundred mutants; the ``slow`` run 100 000 (hypothesi
 from __future__ import annotations
 
 import io
+import os
 import random
 from pathlib import Path
 
@@ -82,9 +83,24 @@ def test_fuzz_quick(tmp_path: Path) -> None:
     _run(tmp_path, 300, 1)
 
 
+def _worker(args: tuple[str, int, int]) -> int:
+    tmp, n, seed = args
+    _run(Path(tmp), n, seed)
+    return n
+
+
 @pytest.mark.slow
 def test_fuzz_100k(tmp_path: Path) -> None:
-    _run(tmp_path, 100_000, 2)
+    from concurrent.futures import ProcessPoolExecutor
+
+    workers = max(1, min(4, os.cpu_count() or 1))
+    jobs = []
+    for w in range(workers):
+        d = tmp_path / f"w{w}"
+        d.mkdir()
+        jobs.append((str(d), 100_000 // workers + (w < 100_000 % workers), 100 + w))
+    with ProcessPoolExecutor(workers) as ex:
+        assert sum(ex.map(_worker, jobs)) == 100_000
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))

@@ -220,8 +220,7 @@ class Decoder:
             length = min(window, size - base)
             mm = mmap.mmap(fd, length, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE,
                            offset=base)
-            if hasattr(mm, "madvise"):
-                mm.madvise(mmap.MADV_WILLNEED)
+            _prefault(mm)
             buf = np.frombuffer(mm, np.uint8)
             pos, why = self._walk(buf, file_pos - base, length)
             del buf
@@ -417,6 +416,20 @@ class Decoder:
             rep.extra[key] = int(c[idx])
         if self.stop_reason:
             rep.extra["stopped"] = self.stop_reason
+
+
+MADV_POPULATE_READ = 22  # Linux >= 5.14: map the window's pages in one call, no COW copies
+
+
+def _prefault(mm: mmap.mmap) -> None:
+    """Map a window's pages up front (one system call instead of a fault per few pages)."""
+    try:
+        mm.madvise(MADV_POPULATE_READ)
+    except (OSError, ValueError, AttributeError):
+        try:
+            mm.madvise(mmap.MADV_WILLNEED)
+        except (OSError, ValueError, AttributeError):
+            pass
 
 
 def _enlarge(a: np.ndarray, n: int) -> np.ndarray:

@@ -261,7 +261,28 @@ def tcp_segment(src, a, plen, avail, seq, flags, flow, d, proto, frame, ts, fst,
         ctr[C_TCP_GAP_BYTES] += delta
         lose_sync(fst, flow, b, slot_free, ctr)
         fst[flow, b + D_NEXT] = seq
-    code = tcp_data(src, a, plen, avail, flow, d, proto, frame, ts, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr)
+    frag = fst[flow, b + D_FRAG]
+    m = fst[flow, b + D_MLEN]
+    if fst[flow, b + D_SYNC] != 0 and fst[flow, b + D_INMSG] != 0 and frag > plen \
+            and avail == plen and (fst[flow, b + D_HLEN] < m or m >= HEAD) \
+            and (fst[flow, b + D_LAST] == 0 or frag - plen >= TAIL):
+        # the common middle of a long record: no head bytes, no tail bytes, no mark
+        fst[flow, b + D_FRAG] = frag - plen
+        fst[flow, b + D_MLEN] = m + plen
+        fst[flow, b + D_TAILN] = m + plen
+        code = C_PARSED
+        if fst[flow, b + D_LAST] == 0:  # the record's end is unknown: keep its latest bytes
+            c = min(plen, TAIL)
+            lo = m + plen - c
+            hi = m + plen
+            s = fst[flow, b + D_SLOT]
+            while lo < hi:
+                r0 = lo % TAIL
+                c = min(hi - lo, TAIL - r0)
+                copy(slots[s], HEAD + r0, src, a + (lo - m), c)
+                lo += c
+    else:
+        code = tcp_data(src, a, plen, avail, flow, d, proto, frame, ts, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr)
     fst[flow, b + D_NEXT] = (fst[flow, b + D_NEXT] + plen) & M32
     if fst[flow, b + D_OOO] > 0:
         drain(flow, d, proto, False, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr)
