@@ -400,3 +400,11 @@ def test_many_hosts_grow_the_host_table(tmp_path: Path) -> None:
         assert rep.matched == n and table.num_rows == n
         assert table.column("client").to_pylist() == [f"{i}.03ff" for i in range(n)]
         assert set(table.column("server").to_pylist()) == {"0.0801"}
+
+
+def test_scan_twice_counts_once(ellard: Path) -> None:
+    scan = scan_nfsdump(ellard, chunk_lines=50)
+    first = sum(t.num_rows for t in scan)
+    second = sum(t.num_rows for t in scan)
+    assert first == second == scan.report.rows == 105
+    assert scan.report.records_total == 176

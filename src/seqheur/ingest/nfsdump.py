@@ -548,12 +548,18 @@ class NfsdumpScan:
     def __init__(self, path: Any, opts: NfsdumpOptions) -> None:
         self.files = nfsdump_files(path)
         self.opts = opts
-        src = str(path) if isinstance(path, (str, os.PathLike)) else ", ".join(
+        self._source = str(path) if isinstance(path, (str, os.PathLike)) else ", ".join(
             str(p) for p in self.files)
-        self.report = IngestReport(source=src, format="nfsdump")
-        self.report.extra["files"] = len(self.files)
+        self.report = self._new_report()
+
+    def _new_report(self) -> IngestReport:
+        report = IngestReport(source=self._source, format="nfsdump")
+        report.extra["files"] = len(self.files)
+        return report
 
     def __iter__(self) -> Iterator[pa.Table]:
+        if self.report.records_total:
+            self.report = self._new_report()  # iterating again starts a fresh count
         hosts = _Hosts()
         joiner = _Joiner(self.opts, hosts, self.report)
         chunks = 0
