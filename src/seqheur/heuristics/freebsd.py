@@ -62,7 +62,7 @@ def update(state, params, offset, count, time_ns):
     d = offset - nextoff
     d = d if d >= 0 else -d
     io = params[0] if params[0] > resid else resid
-    other = seq if d <= params[1] * io else (seq // 2 if seq > 1 else 0)
+    other = seq if d <= params[1] * io else (seq >> 1 if seq > 1 else 0)  # seq >= 0: == // 2
     sequential = ((offset == 0) & (seq > 0)) | (offset == nextoff)
     seq = inc if sequential else other
     state[SEQ] = seq

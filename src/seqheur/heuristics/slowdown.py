@@ -50,7 +50,8 @@ def step(seq, nextoff, offset, window, seqmax):
     inc = inc if inc < seqmax else seqmax
     d = offset - nextoff
     d = d if d >= 0 else -d
-    other = seq if d <= window else seq // 2
+    other = seq if d <= window else seq >> 1  # seq >= 0: the same as // 2, without the
+    # floor-division sign fix-up code
     sequential = ((offset == 0) & (seq > 0)) | (offset == nextoff)
     return inc if sequential else other
 
