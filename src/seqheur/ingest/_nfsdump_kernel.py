@@ -255,12 +255,14 @@ def _op_index(buf, s, e):
 
 @njit(cache=True, nogil=True, inline="always")
 def _host_ok(buf, s, e):
-    # anonymized "30.0801", raw "0a000001.0801", -v dotted quad "10.0.0.1.0801"
+    # anonymized "30.0801", raw "0a000001.0801", -v dotted quad "10.0.0.1.0801"; and the
+    # "ip:port" / "[v6]:port" of tables exported from pcap captures
     if e - s == 0 or e - s > 64:
         return False
     for i in range(s, e):
         c = buf[i]
-        if not ((48 <= c <= 57) or (97 <= c <= 102) or (65 <= c <= 70) or c == 46 or c == 58):
+        if not ((48 <= c <= 57) or (97 <= c <= 102) or (65 <= c <= 70) or c == 46 or c == 58
+                or c == 91 or c == 93):
             return False
     return True
 
