@@ -44,6 +44,7 @@ from .tcp import compact_ooo, drain
 
 CHUNK = 8 << 20
 BATCH_ROWS = 1 << 16
+FRAME_BATCH = 1 << 14
 
 
 class Decoder:
@@ -178,7 +179,9 @@ class Decoder:
         self._frame_arrays(self.chunk)
 
     def _frame_arrays(self, nbytes: int) -> None:
-        maxn = nbytes // 16 + 1
+        # walk and decode at most FRAME_BATCH frames at a time: their headers are still in
+        # the CPU cache when the decoder reads them after the walk
+        maxn = min(nbytes // 16 + 1, FRAME_BATCH)
         self.fa = tuple(np.empty(maxn, np.int64) for _ in range(5))
 
     def _walk(self, buf: np.ndarray, pos: int, end: int) -> Iterator[tuple[int, int]]:
