@@ -370,7 +370,9 @@ class _Joiner:
         self.carry = _Records.empty()
         self.table = self._new_table(_pow2(2 * opts.chunk_lines + 16))
         self.counters = np.zeros(6, dtype=np.int64)
-        self.fh_cache: dict[bytes, tuple[int, int]] = {}
+        self.fh_known: pa.Array | None = None  # distinct handles seen, in hash order
+        self.fh_ids = np.zeros(0, dtype=np.uint64)
+        self.fh_crcs = np.zeros(0, dtype=np.uint32)
 
     @staticmethod
     def _new_table(cap: int) -> dict[str, np.ndarray]:
@@ -488,30 +490,46 @@ class _Joiner:
         }
         return build_request_table(columns, n=n)
 
+    _FH_CACHE_MAX = 1 << 20  # distinct handles remembered (memory stays bounded)
+
     def _fh_hashes(self, fh: pa.Array) -> tuple[pa.Array, pa.Array]:
         """file_id / fh_crc32 (the schema's documented hashes), each distinct handle hashed
-        once per reader."""
+        once per reader: a chunk's distinct handles are looked up in the ones seen before
+        with one vectorized ``index_in``; only new ones are hashed in Python."""
         enc = fh.dictionary_encode()
-        uniq = enc.dictionary.to_pylist()
-        cache = self.fh_cache
-        ids = np.empty(len(uniq), dtype=np.uint64)
-        crcs = np.empty(len(uniq), dtype=np.uint32)
-        for i, u in enumerate(uniq):
-            hit = cache.get(u)
-            if hit is None:
-                hit = (file_id_of(u), crc32_of(u))
-                if len(cache) < 1 << 20:
-                    cache[u] = hit
-            ids[i], crcs[i] = hit
+        uniq = enc.dictionary
         idx = enc.indices
         valid = np.asarray(idx.is_valid())
-        take = idx.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-        if not len(uniq):
+        if len(uniq) == 0:
             z = np.zeros(len(fh), np.uint64)
             return (pa.array(z, pa.uint64(), mask=~valid),
                     pa.array(z.astype(np.uint32), pa.uint32(), mask=~valid))
-        return (pa.array(ids[take], pa.uint64(), mask=~valid),
-                pa.array(crcs[take], pa.uint32(), mask=~valid))
+        known = self.fh_known
+        if known is not None and len(known) + len(uniq) > self._FH_CACHE_MAX:
+            known = None
+        if known is None:
+            pos = np.full(len(uniq), -1, dtype=np.int64)
+        else:
+            pos = pc.index_in(uniq, value_set=known).fill_null(-1).to_numpy(
+                zero_copy_only=False).astype(np.int64)
+        new = np.flatnonzero(pos < 0)
+        if len(new):
+            fresh = uniq.take(pa.array(new)).to_pylist()
+            new_ids = np.fromiter((file_id_of(u) for u in fresh), np.uint64, len(fresh))
+            new_crc = np.fromiter((crc32_of(u) for u in fresh), np.uint32, len(fresh))
+            base = 0 if known is None else len(known)
+            pos[new] = base + np.arange(len(new))
+            added = uniq.take(pa.array(new))
+            if known is None:
+                self.fh_known, self.fh_ids, self.fh_crcs = added, new_ids, new_crc
+            else:
+                self.fh_known = pa.concat_arrays([known, added])
+                self.fh_ids = np.concatenate([self.fh_ids, new_ids])
+                self.fh_crcs = np.concatenate([self.fh_crcs, new_crc])
+        take = idx.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        rows = pos[take]
+        return (pa.array(self.fh_ids[rows], pa.uint64(), mask=~valid),
+                pa.array(self.fh_crcs[rows], pa.uint32(), mask=~valid))
 
 
 def _reinsert(old: dict[str, np.ndarray], new: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
