@@ -24,20 +24,19 @@ from ...errors import IngestError
 from ...io import open_input
 from ...schema import IngestReport, build_request_table
 from . import container as ct
-from ._layout import (C_CALLS, C_DEFERRED, C_FRAG_DATAGRAMS, C_GSS_CONTROL, C_GSS_PRIVACY,
-                      C_MATCHED, C_NFH, C_NFLOWS, C_NFS4_UNKNOWN_OP, C_NFS_UNDECODED,
-                      C_NFS_VERS_OTHER, C_NJOIN, C_NOW, C_NPEND, C_NROWS, C_OOOBYTES, C_OOON,
-                      C_ORPHAN_CALLS, C_ORPHAN_REPLIES, C_PARSED, C_PROG0, C_REPLIES, C_RETRANS,
+from ._layout import (C_CALLS, C_FRAG_DATAGRAMS, C_GSS_CONTROL, C_GSS_PRIVACY, C_MATCHED,
+                      C_NFH, C_NFLOWS, C_NFS4_UNKNOWN_OP, C_NFS_UNDECODED, C_NFS_VERS_OTHER,
+                      C_NJOIN, C_NOW, C_NPEND, C_NROWS, C_OOOBYTES, C_OOON, C_ORPHAN_CALLS,
+                      C_ORPHAN_REPLIES, C_PARSED, C_PROG0, C_REPLIES, C_RETRANS,
                       C_RPC_ACCEPT_ERR, C_RPC_CALLS, C_RPC_DENIED, C_RPC_MALFORMED,
                       C_RPC_REPLIES, C_RPC_TRUNCMSG, C_SKIP0, C_SLOTTOP, C_TCP_GAP_BYTES,
-                      C_TCP_GAPS, C_EMPTY_RECORD, C_LASTB, C_V4_ROWS_CAPPED, D_OOO, DN, F_DIR0, FF,
-                      FLOWKEY, FR_NFRAMES, FR_USED, FRAGBUF, FRF, HEAD, HR_FH, HR_MSGS, HR_ROWS,
-                      M_COUNT, M_EOF, M_FH, M_FSIZE, M_MINOR, M_OFFSET, M_RET, M_RTIME,
-                      M_STATUS, NCTR, NFRAG, NJ, OF, P_LIVE, P_KEY, P_NROWS, P_PROG, P_PROC,
-                      P_ROW0, P_STATE, P_TIME, PF, PROG_NAMES, R_COUNT, R_DONE, R_EOF, R_FHLEN,
-                      R_FHOFF, R_FLOW, R_FRAME, R_FSIZE, R_MASK, R_MINOR, R_OFFSET, R_OP,
-                      R_PROTO, R_RETCOUNT, R_RTIME, R_SIDE, R_STATUS, R_TIME, R_VERS, R_XID, RF,
-                      S_BADIF, S_CORRUPT, S_FRAGINC, S_TRUNCREC, SKIP_NAMES, TAIL, WINDOW_NS,
+                      C_TCP_GAPS, C_EMPTY_RECORD, C_LASTB, C_V4_ROWS_CAPPED, D_OOO, DN,
+                      F_DIR0, FF, FLOWKEY, FR_NFRAMES, FR_USED, FRAGBUF, FRF, HEAD, HR_FH,
+                      HR_MSGS, HR_ROWS, M_COUNT, M_EOF, M_FH, M_FSIZE, M_MINOR, M_OFFSET,
+                      M_RET, M_RTIME, M_STATUS, NCTR, NFRAG, OF, PF, PROG_NAMES, R_COUNT,
+                      R_EOF, R_FLOW, R_FRAME, R_FSIZE, R_MASK, R_MINOR, R_OFFSET, R_OP,
+                      R_PROTO, R_RETCOUNT, R_RTIME, R_SIDE, R_STATUS, R_TIME, R_VERS, R_XID,
+                      RF, S_CORRUPT, S_FRAGINC, S_TRUNCREC, SKIP_NAMES, TAIL, WINDOW_NS,
                       op_name)
 from ._kernel import expire, fnv_rehash, gather_fh, process, settle, shift_rows
 from .tcp import compact_ooo, drain
