@@ -229,16 +229,19 @@ class _Parser:
         n_lines = 0  # lines in the chunk being filled
         n_rec = 0
         n_fh = 0
-        buf = b""
+        # one buffer for the whole file: the unparsed tail moves to its front and the next
+        # block is read in behind it (no per-block concatenation copies)
+        buf = bytearray(block + opts.max_line_bytes + 1)
+        end = 0  # valid bytes in buf
         pos = 0
         eof = False
         with open_input(self.path) as f:
             while True:
                 # the kernel sees whole lines only: up to the last newline (all at the end)
                 if eof:
-                    limit = len(buf)
+                    limit = end
                 else:
-                    k = buf.rfind(b"\n", pos)
+                    k = buf.rfind(b"\n", pos, end)
                     limit = k + 1 if k >= 0 else pos
                 if limit > pos:
                     arr = np.frombuffer(buf, dtype=np.uint8, count=limit)
@@ -283,24 +286,32 @@ class _Parser:
                 if eof:
                     break
                 # out of whole lines: read more
-                if len(buf) - pos > opts.max_line_bytes:
+                if end - pos > opts.max_line_bytes:
                     # one line longer than the limit: skip it without holding it
                     self.report.skip("overlong_line", record=self.lines + n_lines + 1,
-                                     detail=_show(buf[pos:pos + 80]))
+                                     detail=_show(bytes(buf[pos:pos + 80])))
                     n_lines += 1
-                    after = self._discard_line(f)
-                    buf, pos, eof = (b"", 0, True) if after is None else (after, 0, False)
+                    after = self._discard_line(f, len(buf))
+                    pos = 0
+                    if after is None:
+                        end, eof = 0, True
+                    else:
+                        buf[:len(after)] = after
+                        end = len(after)
                     if n_lines >= opts.chunk_lines:
                         yield self._emit(n_rec, n_fh)
                         self.lines += n_lines
                         n_lines = n_rec = n_fh = 0
                     continue
-                data = f.read(block)
-                self.bytes_read += len(data)
-                if not data:
-                    eof = True
-                buf = buf[pos:] + data if pos < len(buf) else data
+                rest = end - pos
+                if rest:
+                    buf[:rest] = buf[pos:end]
+                got = f.readinto(memoryview(buf)[rest:])
+                self.bytes_read += got
+                end = rest + got
                 pos = 0
+                if not got:
+                    eof = True
         if n_lines or n_rec:
             yield self._emit(n_rec, n_fh)
             self.lines += n_lines
@@ -310,11 +321,11 @@ class _Parser:
             self.counters[K.C_SHORT])
         self.counters[:] = 0
 
-    def _discard_line(self, f: Any) -> bytes | None:
-        """Read on to the end of the current (overlong) line; the bytes after it, or None at
-        end of input."""
+    def _discard_line(self, f: Any, size: int) -> bytes | None:
+        """Read on to the end of the current (overlong) line; the bytes after it (fewer than
+        ``size``), or None at end of input."""
         while True:
-            data = f.read(1 << 20)
+            data = f.read(size)
             self.bytes_read += len(data)
             if not data:
                 return None
