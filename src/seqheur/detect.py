@@ -97,3 +97,8 @@ def detect(stream: ReadStream, detector: str | DetectorSpec = "freebsd4",
 
 def _c(a: np.ndarray, dtype: Any) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=dtype)
+
+
+from ._callable import callable_module  # noqa: E402
+
+callable_module(__name__, detect)
