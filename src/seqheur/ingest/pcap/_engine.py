@@ -8,6 +8,7 @@ as Arrow batches once their reply is in (or can no longer come: WINDOW_NS of cap
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import ipaddress
 import lzma
@@ -38,8 +39,34 @@ from ._layout import (C_CALLS, C_FRAG_DATAGRAMS, C_GSS_CONTROL, C_GSS_PRIVACY, C
                       R_PROTO, R_RETCOUNT, R_RTIME, R_SIDE, R_STATUS, R_TIME, R_VERS, R_XID,
                       RF, S_CORRUPT, S_FRAGINC, S_TRUNCREC, SKIP_NAMES, TAIL, WINDOW_NS,
                       op_name)
-from ._kernel import expire, fnv_rehash, gather_fh, process, settle, shift_rows
-from .tcp import compact_ooo, drain
+
+
+def _refresh_kernel_cache() -> None:
+    """Drop numba's on-disk cache when any kernel module changed.
+
+    numba keys a cached function on its own file only, but the frame kernel inlines code from
+    every module of this package, so an edit elsewhere would leave it stale."""
+    here = Path(__file__).resolve().parent
+    srcs = sorted(p for p in here.glob("*.py") if p.name not in ("_engine.py", "__init__.py",
+                                                                   "synth.py"))
+    digest = hashlib.blake2b(b"".join(p.read_bytes() for p in srcs), digest_size=8).hexdigest()
+    cache = here / "__pycache__"
+    stamp = cache / "seqheur-kernels.stamp"
+    try:
+        if stamp.read_text() == digest:
+            return
+        for f in list(cache.glob("*.nbi")) + list(cache.glob("*.nbc")):
+            f.unlink(missing_ok=True)
+        stamp.write_text(digest)
+    except OSError:  # read-only install: numba then caches elsewhere or not at all
+        pass
+
+
+_refresh_kernel_cache()
+
+from ._kernel import (expire, fnv_rehash, gather_fh, headroom_units, process,  # noqa: E402
+                      settle, shift_rows)
+from .tcp import compact_ooo, drain  # noqa: E402
 
 CHUNK = 8 << 20
 BATCH_ROWS = 1 << 16
@@ -88,19 +115,20 @@ class Decoder:
 
     def _grow(self) -> None:
         c = self.ctr
-        if c[C_NROWS] + HR_ROWS > self.rows.shape[0]:
+        hr = int(headroom_units(c))
+        while c[C_NROWS] + HR_ROWS * hr > self.rows.shape[0]:
             self.rows = _enlarge(self.rows, 2 * self.rows.shape[0])
-        if c[C_NPEND] + HR_MSGS > self.pend.shape[0]:
+        if c[C_NPEND] + HR_MSGS * hr > self.pend.shape[0]:
             self.expire(c[C_NOW] - WINDOW_NS)
-            if c[C_NPEND] + HR_MSGS > self.pend.shape[0] // 2:
+            while c[C_NPEND] + HR_MSGS * hr > self.pend.shape[0] // 2:
                 self.pend = _enlarge(self.pend, 2 * self.pend.shape[0])
-        if (c[C_NJOIN] + HR_MSGS) * 2 > self.jt.shape[0]:
+        if (c[C_NJOIN] + HR_MSGS * hr) * 2 > self.jt.shape[0]:
             size = self.jt.shape[0]
-            while (c[C_NPEND] + HR_MSGS) * 4 > size:
+            while (c[C_NPEND] + HR_MSGS * hr) * 4 > size:
                 size *= 2
             self.jt = np.zeros((size, 2), np.int64)
             expire(self.pend, self.jt, self.rows, c, np.int64(-(1 << 62)))
-        if c[C_NFH] + HR_FH > self.fh.shape[0]:
+        while c[C_NFH] + HR_FH * hr > self.fh.shape[0]:
             self.fh = _enlarge(self.fh, 2 * self.fh.shape[0])
         if c[C_NFLOWS] + 2 > self.fkey.shape[0] or (c[C_NFLOWS] + 2) * 2 > self.fhash.shape[0]:
             n = 2 * self.fkey.shape[0]
@@ -292,6 +320,7 @@ class Decoder:
         for flow in range(fl):
             for d in range(2):
                 if self.fst[flow, F_DIR0 + d * DN + D_OOO] > 0:
+                    self._grow()  # room for everything the waiting segments may hold
                     fkey, fhash, fmeta, fbuf, fmap, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr = self._tuples()
                     drain(flow, d, self.fst[flow, 0], True, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr)
         for s in range(NFRAG):

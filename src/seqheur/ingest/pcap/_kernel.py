@@ -21,11 +21,22 @@ from .rpc import join_insert
 
 
 @njit(**NJ)
+def headroom_units(ctr):
+    """Frames' worth (64 KiB) of stream bytes one step may decode: the frame itself plus every
+    out-of-order segment it may release."""
+    return 1 + ctr[C_OOOBYTES] // 65536 + 1
+
+
+@njit(**NJ)
 def process(buf, foff, fcap, flink, fts, i0, n, fbase, fkey, fhash, fmeta, fbuf, fmap, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr):
     """Decode frames i0..n-1; returns where it stopped (n, or earlier when a pool is low)."""
     for i in range(i0, n):
-        if ctr[C_NROWS] + HR_ROWS > rows.shape[0] or ctr[C_NPEND] + HR_MSGS > pend.shape[0] \
-                or (ctr[C_NJOIN] + HR_MSGS) * 2 > jt.shape[0] or ctr[C_NFH] + HR_FH > fh.shape[0] \
+        # one frame may release every waiting out-of-order segment too: room for all of them
+        hr = headroom_units(ctr)
+        if ctr[C_NROWS] + HR_ROWS * hr > rows.shape[0] \
+                or ctr[C_NPEND] + HR_MSGS * hr > pend.shape[0] \
+                or (ctr[C_NJOIN] + HR_MSGS * hr) * 2 > jt.shape[0] \
+                or ctr[C_NFH] + HR_FH * hr > fh.shape[0] \
                 or (ctr[C_NFLOWS] + 2) * 2 > fhash.shape[0] or ctr[C_NFLOWS] + 2 > fkey.shape[0] \
                 or ctr[C_SLOTTOP] < 2 or ctr[C_OOON] + 2 > ooo.shape[0] \
                 or ctr[C_OOOBYTES] + 70000 > opool.shape[0]:

@@ -94,6 +94,8 @@ def _ticks_to_ns(ticks, kind, exp, tsoff):
             for _ in range(9 - exp):
                 m *= 10
             return base + ticks * m
+        if exp > 27:  # 10**(exp-9) exceeds any tick count (and int64): no whole seconds
+            return base
         d = np.int64(1)
         for _ in range(exp - 9):
             d *= 10

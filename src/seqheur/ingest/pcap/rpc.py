@@ -18,7 +18,7 @@ from ._layout import (C_CALLS, C_GSS_CONTROL, C_GSS_PRIVACY, C_MATCHED, C_NFS_UN
                       C_RPC_MALFORMED, C_RPC_REPLIES, M_MINOR, M_RTIME, NJ, P_FRAME, P_GSS,
                       P_KEY, P_LIVE, P_MINOR, P_NG, P_NROWS, P_PROC, P_PROG, P_ROW0, P_STATE,
                       P_TIME, P_VERS, R_DONE, R_FHPEND, R_FLOW, R_FRAME, R_MASK, R_MINOR, R_OP,
-                      R_PROTO, R_RTIME, R_SIDE, R_TIME, R_VERS, R_XID)
+                      R_PROTO, R_RTIME, R_SIDE, R_TIME, R_VERS, R_XID, WINDOW_NS)
 from ._xdr import pad4, u32
 from .nfs2 import nfs2_call, nfs2_reply
 from .nfs3 import nfs3_call, nfs3_reply
@@ -141,7 +141,8 @@ def rpc_message(src, md, flow, side, proto, frame, ts, rows, pend, jt, fh, ctr):
     if mt == 1:
         key = ((flow * 2 + (1 - side)) << 32) | xid
         e = join_find(jt, key)
-        if e < 0 or pend[e, P_LIVE] == 0:
+        if e < 0 or pend[e, P_LIVE] == 0 or ts - pend[e, P_TIME] > WINDOW_NS:
+            # (a reply later than the window answers nothing, whatever the chunking)
             if not looks_like_reply(src, md):
                 return False
             ctr[C_RPC_REPLIES] += 1
@@ -164,7 +165,7 @@ def rpc_call(src, md, xid, flow, side, proto, frame, ts, rows, pend, jt, fh, ctr
         return True
     key = ((flow * 2 + side) << 32) | xid
     e = join_find(jt, key)
-    if e >= 0 and pend[e, P_LIVE] != 0:
+    if e >= 0 and pend[e, P_LIVE] != 0 and ts - pend[e, P_TIME] <= WINDOW_NS:
         ctr[C_RETRANS] += 1
         return True
     ctr[C_RPC_CALLS] += 1
