@@ -65,7 +65,6 @@ F_FH = 256
 # counters[...] of parse_chunk
 C_BAD_VALUES = 0
 C_SHORT = 1
-C_LONGPKT = 2
 
 # join counters
 J_CALLS = 0
@@ -162,16 +161,6 @@ def _timeval(buf, s, e):
 
 
 @njit(cache=True, nogil=True)
-def _eq2(buf, s, e, a, b):
-    return e - s == 2 and buf[s] == a and buf[s + 1] == b
-
-
-@njit(cache=True, nogil=True)
-def _is_con(buf, s, e):
-    return e - s == 3 and buf[s] == 99 and buf[s + 1] == 111 and buf[s + 2] == 110
-
-
-@njit(cache=True, nogil=True)
 def _ends_con(buf, s, e):
     return e - s >= 3 and buf[e - 3] == 99 and buf[e - 2] == 111 and buf[e - 1] == 110
 
@@ -202,37 +191,6 @@ def _is_short_marker(buf, s, e):
     # SHORT (the following PACKET is fused with the next token)
     return (n >= 5 and buf[s] == 83 and buf[s + 1] == 72 and buf[s + 2] == 79
             and buf[s + 3] == 82 and buf[s + 4] == 84)
-
-
-@njit(cache=True, nogil=True)
-def _key_code(buf, s, e):
-    n = e - s
-    c = buf[s]
-    if n == 2:
-        if c == 102 and buf[s + 1] == 104:  # fh
-            return _K_FH
-    elif n == 3:
-        if c == 111 and buf[s + 1] == 102 and buf[s + 2] == 102:  # off
-            return _K_OFF
-        if c == 101 and buf[s + 1] == 111 and buf[s + 2] == 102:  # eof
-            return _K_EOF
-    elif n == 4:
-        if c == 102 and buf[s + 1] == 105 and buf[s + 2] == 108 and buf[s + 3] == 101:  # file
-            return _K_FH
-        if c == 115 and buf[s + 1] == 105 and buf[s + 2] == 122 and buf[s + 3] == 101:  # size
-            return _K_SIZE
-    elif n == 5:
-        if (c == 99 and buf[s + 1] == 111 and buf[s + 2] == 117 and buf[s + 3] == 110
-                and buf[s + 4] == 116):  # count
-            return _K_COUNT
-    elif n == 6:
-        if (c == 111 and buf[s + 1] == 102 and buf[s + 2] == 102 and buf[s + 3] == 115
-                and buf[s + 4] == 101 and buf[s + 5] == 116):  # offset (v2)
-            return _K_OFF
-        if (c == 116 and buf[s + 1] == 99 and buf[s + 2] == 111 and buf[s + 3] == 117
-                and buf[s + 4] == 110 and buf[s + 5] == 116):  # tcount (v2)
-            return _K_TCOUNT
-    return _K_OTHER
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -709,7 +667,7 @@ def _key_hash(c, s, tr, x):
     return h
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _find(t_used, t_client, t_server, t_tr, t_xid, c, s, tr, x):
     mask = np.uint64(t_used.shape[0] - 1)
     j = _key_hash(c, s, tr, x) & mask
