@@ -36,6 +36,9 @@ def main() -> int:
             continue
         if previous:
             compare(previous, json.loads(out.read_text()))
+    import render_docs
+
+    render_docs.main()
     if failed:
         print(f"\nfailed: {', '.join(failed)}")
     return 1 if failed else 0
