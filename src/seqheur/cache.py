@@ -17,7 +17,8 @@ used block when full (tests check the miss count against ``libcachesim``'s LRU).
 ``flags``, ``stamp`` (request index of insertion) and intrusive doubly-linked list links
 ``prev``/``nxt``; two lists (resident LRU, ghost FIFO) and a free list threaded through
 ``nxt``; an open-addressed hash table ``htab`` (linear probing, backward-shift deletion, load
-≤ 0.5) maps a key to its entry. ``meta`` holds list heads, sizes and counters. All state is
+≤ 0.5) of (key, entry) pairs maps a key to its entry; the key sits beside the entry and a
+ghost's entry is stored complemented, so a residency probe touches one cache line. ``meta`` holds list heads, sizes and counters. All state is
 in these arrays, so a chunked replay can carry a cache from one chunk to the next.
 """
 
@@ -69,7 +70,7 @@ class CacheState(NamedTuple):
     nxt: np.ndarray  # int32[E]
     flags: np.ndarray  # uint8[E]
     stamp: np.ndarray  # int64[E]
-    htab: np.ndarray  # int32[H]
+    htab: np.ndarray  # int64[2H]: (key, entry) pairs; key -1 = empty, entry ~e = ghost
 
 
 def new_cache(capacity_bytes: int, block_size: int) -> CacheState:
@@ -95,7 +96,8 @@ def new_cache(capacity_bytes: int, block_size: int) -> CacheState:
     nxt = np.arange(1, n + 1, dtype=np.int32)
     nxt[-1] = -1
     return CacheState(meta, np.full(n, -1, np.int64), np.full(n, -1, np.int32), nxt,
-                      np.zeros(n, np.uint8), np.zeros(n, np.int64), np.full(1 << bits, -1, np.int32))
+                      np.zeros(n, np.uint8), np.zeros(n, np.int64),
+                      np.full(2 << bits, -1, np.int64))
 
 
 def copy_cache(c: CacheState) -> CacheState:
@@ -143,36 +145,46 @@ def _hslot(c: CacheState, key: int) -> int:
     """Hash-table slot holding ``key``, or -1."""
     mask = c.meta[M_HMASK]
     i = _home(c, key)
+    h = c.htab
     while True:
-        e = c.htab[i]
-        if e < 0:
-            return -1
-        if c.key[e] == key:
+        k = h[2 * i]
+        if k == key:
             return i
+        if k < 0:
+            return -1
         i = (i + 1) & mask
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
 def find(c: CacheState, key: int) -> int:
     """Entry of ``key`` (resident or ghost), or -1."""
-    mask = c.meta[M_HMASK]
-    i = _home(c, key)
-    while True:
-        e = c.htab[i]
-        if e < 0:
-            return -1
-        if c.key[e] == key:
-            return e
-        i = (i + 1) & mask
+    i = _hslot(c, key)
+    if i < 0:
+        return -1
+    v = c.htab[2 * i + 1]
+    return v if v >= 0 else ~v
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
 def lookup(c: CacheState, key: int) -> int:
-    """Entry of a *resident* ``key`` (no LRU update), or -1."""
-    e = find(c, key)
-    if e >= 0 and (c.flags[e] & F_GHOST) != 0:
-        return -1
-    return e
+    """Entry of a *resident* ``key`` (no LRU update), or -1 (absent or a ghost)."""
+    mask = c.meta[M_HMASK]
+    i = _home(c, key)
+    h = c.htab
+    while True:
+        k = h[2 * i]
+        if k == key:
+            v = h[2 * i + 1]
+            return v if v >= 0 else -1
+        if k < 0:
+            return -1
+        i = (i + 1) & mask
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _hset(c: CacheState, key: int, v: int) -> None:
+    """Set the value stored with present ``key`` (entry, or ~entry for a ghost)."""
+    c.htab[2 * _hslot(c, key) + 1] = v
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -181,31 +193,36 @@ def _hdelete(c: CacheState, key: int) -> None:
     if i < 0:
         return
     mask = c.meta[M_HMASK]
+    h = c.htab
     j = i
     while True:
         j = (j + 1) & mask
-        e = c.htab[j]
-        if e < 0:
+        k = h[2 * j]
+        if k < 0:
             break
-        h = _home(c, c.key[e])
-        # keep e at j when its home lies cyclically in (i, j]; otherwise shift it back to i
+        hm = _home(c, k)
+        # keep the pair at j when its home lies cyclically in (i, j]; else shift it back to i
         if i <= j:
-            stays = i < h <= j
+            stays = i < hm <= j
         else:
-            stays = h > i or h <= j
+            stays = hm > i or hm <= j
         if not stays:
-            c.htab[i] = e
+            h[2 * i] = k
+            h[2 * i + 1] = h[2 * j + 1]
             i = j
-    c.htab[i] = -1
+    h[2 * i] = -1
+    h[2 * i + 1] = -1
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _hinsert(c: CacheState, key: int, e: int) -> None:
     mask = c.meta[M_HMASK]
     i = _home(c, key)
-    while c.htab[i] >= 0:
+    h = c.htab
+    while h[2 * i] >= 0:
         i = (i + 1) & mask
-    c.htab[i] = e
+    h[2 * i] = key
+    h[2 * i + 1] = e
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -261,6 +278,7 @@ def _evict_one(c: CacheState) -> None:
         c.meta[M_EVICT_UNUSED] += 1
         c.meta[M_PF_RESIDENT] -= 1
         c.flags[v] = F_GHOST
+        _hset(c, c.key[v], ~v)
         _push_head(c, v, M_GHEAD, M_GTAIL)
         c.meta[M_NGHOST] += 1
         if c.meta[M_NGHOST] > c.meta[M_GCAP]:

@@ -71,6 +71,7 @@ P_N = 5  # fixed:N
 P_RAPAGES = 6  # linux: maximum window in pages
 P_LINUX_VER = 7  # linux: 0 = 2.6.31-3.11 rules, 1 = 3.12+ rules
 P_WINDOW = 8  # reorder window (bytes) for cause attribution
+P_BSHIFT = 9  # log2(bsize): block arithmetic uses shifts (a 64-bit idiv costs ~40+ cycles)
 P_LEN = 10
 
 # replay counters (int64 array)
@@ -139,8 +140,9 @@ class Policy:
         if self.kind == "fixed" and self.n < 0:
             raise SpecError(f"policy fixed:N needs N >= 0, not {self.n}")
         if self.kind.startswith("freebsd"):
-            if self.maxphys < self.bsize:
-                raise SpecError(f"policy {self.kind}: maxphys {self.maxphys} < bsize {self.bsize}")
+            if self.maxphys < self.bsize or self.maxphys & (self.maxphys - 1):
+                raise SpecError(f"policy {self.kind}: maxphys must be a power of two >= bsize "
+                                f"({self.bsize}), not {self.maxphys}")
             if self.maxra < 1:
                 raise SpecError(f"policy {self.kind}: maxra/read_max must be >= 1")
             if self.read_min < 1:
@@ -188,6 +190,7 @@ class Policy:
         p[P_RAPAGES] = ra_pages
         p[P_LINUX_VER] = linux_ver
         p[P_WINDOW] = window
+        p[P_BSHIFT] = self.bsize.bit_length() - 1
         return p
 
 
@@ -308,7 +311,7 @@ def insert_block(c, f, b, stamp, d_lo, d_hi, ram, ctr, req):
     return C.insert(c, key, fl, stamp)
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline="always")
 def cluster(c, f, start, maxn, sync, stamp, d_lo, d_hi, eof_blk, bsize, eof_bytes, ctr, req, ops):
     """``cluster_rbuild``: read the run of non-resident blocks from ``start`` (at most ``maxn``,
     stopping at a resident block or EOF) as one disk read. The last block gets the read-ahead
@@ -330,7 +333,7 @@ def cluster(c, f, start, maxn, sync, stamp, d_lo, d_hi, eof_blk, bsize, eof_byte
     return n
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline="always")
 def read_range(c, f, start, n, mark, stamp, d_lo, d_hi, eof_blk, bsize, eof_bytes, ctr, req, ops,
                sync):
     """Read every non-resident block of [start, start+n) (Linux ``ra_submit``), one disk read
@@ -402,7 +405,7 @@ def demand_use(c, e, ctr):
     C.touch(c, e)
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline="always")
 def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, ops):
     """One READ through ``ffs_read`` → ``cluster_read`` per block (spec §3.1 / §3.2).
 
@@ -410,12 +413,14 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, op
     read-ahead off the cache behaves exactly like an LRU over the block trace."""
     bsize = pol[P_BSIZE]
     racluster = pol[P_RACLUSTER]
+    rmask = racluster - 1
     v4 = pol[P_KIND] == POL_FREEBSD4
-    d_lo = off // bsize
-    d_hi = (off + cnt - 1) // bsize
+    bsh = pol[P_BSHIFT]
+    d_lo = off >> bsh
+    d_hi = (off + cnt - 1) >> bsh
     eof_blk = -1
     if eof_bytes >= 0:
-        eof_blk = (eof_bytes + bsize - 1) // bsize
+        eof_blk = (eof_bytes + bsize - 1) >> bsh
     end = off + cnt
     for lbn0 in range(d_lo, d_hi + 1):
         pos = lbn0 * bsize
@@ -427,7 +432,7 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, op
         key = C.make_key(f, lbn)
         e = C.lookup(c, key)
         if v4:
-            maxra = 2 * racluster + totread // bsize
+            maxra = 2 * racluster + (totread >> bsh)
             if maxra > pol[P_MAXRA]:
                 maxra = pol[P_MAXRA]
         else:
@@ -435,7 +440,7 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, op
             if maxra > pol[P_MAXRA]:
                 maxra = pol[P_MAXRA]
             if eof_blk >= 0 and (lbn + maxra + 1) * bsize > eof_bytes:
-                maxra = eof_bytes // bsize - lbn
+                maxra = (eof_bytes >> bsh) - lbn
         if e >= 0:
             visit_resident(c, e, stamp, f, lbn, fs, ctr, req)
             if seq == 0 or (c.flags[e] & C.F_RAM) == 0:
@@ -446,7 +451,7 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, op
                 e2 = C.lookup(c, C.make_key(f, lbn + i))
                 if e2 < 0:
                     break
-                if i % racluster == racluster - 1 or i == maxra - 1:
+                if (i & rmask) == rmask or i == maxra - 1:  # racluster: a power of two
                     c.flags[e2] |= np.uint8(C.F_RAM)
                 i += 1
             if i >= maxra:
@@ -461,7 +466,7 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, op
                 tr = eof_bytes - lbn * bsize
             nblks = 1
             if tr > bsize:
-                nblks = (tr + bsize - 1) // bsize
+                nblks = (tr + bsize - 1) >> bsh
                 if nblks > racluster:
                     nblks = racluster
             built = cluster(c, f, lbn, nblks, True, stamp, d_lo, d_hi, eof_blk, bsize,
@@ -477,7 +482,7 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, op
             if seq > 0 and lbn < orig + seq:
                 if eof_blk >= 0 and (lbn + 1) * bsize > eof_bytes:
                     continue
-                n = (cnt + bsize - 1) // bsize
+                n = (cnt + bsize - 1) >> bsh
                 if n < seq:
                     n = seq
                 if n > racluster:
@@ -498,11 +503,12 @@ def simple_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, ops
     """``none`` and ``fixed:N``: demand blocks (one disk read per missing run), then for
     ``fixed:N`` with seqcount > 0 the N blocks after the request."""
     bsize = pol[P_BSIZE]
-    d_lo = off // bsize
-    d_hi = (off + cnt - 1) // bsize
+    bsh = pol[P_BSHIFT]
+    d_lo = off >> bsh
+    d_hi = (off + cnt - 1) >> bsh
     eof_blk = -1
     if eof_bytes >= 0:
-        eof_blk = (eof_bytes + bsize - 1) // bsize
+        eof_blk = (eof_bytes + bsize - 1) >> bsh
     run = -1
     for b in range(d_lo, d_hi + 1):
         e = C.lookup(c, C.make_key(f, b))
@@ -591,8 +597,8 @@ def serve_request(c, f, off, cnt, seq, fresh, stamp, pol, eof_bytes, fs, ctr, re
     cnt = begin_request(f, off, cnt, fresh, pol, eof_bytes, fs, ctr, req)
     if cnt > 0:
         bsize = pol[P_BSIZE]
-        d_lo = off // bsize
-        d_hi = (off + cnt - 1) // bsize
+        d_lo = off >> pol[P_BSHIFT]
+        d_hi = (off + cnt - 1) >> pol[P_BSHIFT]
         ctr[C_DEMAND] += d_hi - d_lo + 1
         kind = pol[P_KIND]
         if kind == POL_FREEBSD4 or kind == POL_FREEBSD:

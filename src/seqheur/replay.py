@@ -78,18 +78,19 @@ _FREEBSD_TEMPLATE = '''
 # deps __DEPS__
 from numba import njit
 from seqheur.tables import table_lookup
-from seqheur.readahead import (serve_request, C_NOPS, C_FRESH, C_EJECTIONS, P_BSIZE, R_PF,
-                               R_HIT, R_MISS, R_CAUSE)
+from seqheur.readahead import (serve_request, C_NOPS, C_FRESH, C_EJECTIONS, P_BSIZE, P_BSHIFT,
+                               R_PF, R_HIT, R_MISS, R_CAUSE)
 
 
 @njit(cache=__CACHE__, nogil=True, _nrt=False)
 def run(file, offset, count, time_ns, lo, hi, base, tab, state, params, pol, c, fs, fsize, ctr,
         req, ops, room, x, keep, out_seq, out_fresh, out_pf, out_hit, out_miss, out_cause):
     bsize = pol[P_BSIZE]
+    bsh = pol[P_BSHIFT]
     for i in range(lo, hi):
         off = offset[i]
         cnt = count[i]
-        if ctr[C_NOPS] + ((cnt + bsize - 1) // bsize + 2) * room[1] + 8 > room[0]:
+        if ctr[C_NOPS] + (((cnt + bsize - 1) >> bsh) + 2) * room[1] + 8 > room[0]:
             return i
         f = file[i]
         slot, fresh, prev = table_lookup(tab, f)
@@ -115,7 +116,8 @@ _LINUX_TEMPLATE = '''
 # deps __DEPS__
 from numba import njit
 from seqheur.tables import table_lookup
-from seqheur.readahead import C_NOPS, C_FRESH, C_EJECTIONS, P_BSIZE, R_PF, R_HIT, R_MISS, R_CAUSE
+from seqheur.readahead import (C_NOPS, C_FRESH, C_EJECTIONS, P_BSIZE, P_BSHIFT, R_PF, R_HIT,
+                               R_MISS, R_CAUSE)
 from seqheur.heuristics.linux import serve_linux
 
 
@@ -123,10 +125,11 @@ from seqheur.heuristics.linux import serve_linux
 def run(file, offset, count, time_ns, lo, hi, base, tab, state, params, pol, c, fs, fsize, ctr,
         req, ops, room, x, keep, out_seq, out_fresh, out_pf, out_hit, out_miss, out_cause):
     bsize = pol[P_BSIZE]
+    bsh = pol[P_BSHIFT]
     for i in range(lo, hi):
         off = offset[i]
         cnt = count[i]
-        if ctr[C_NOPS] + ((cnt + bsize - 1) // bsize + 2) * room[1] + 8 > room[0]:
+        if ctr[C_NOPS] + (((cnt + bsize - 1) >> bsh) + 2) * room[1] + 8 > room[0]:
             return i
         f = file[i]
         slot, fresh, prev = table_lookup(tab, f)
@@ -586,3 +589,8 @@ class _CallableModule(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _CallableModule
+
+
+from ._callable import callable_module  # noqa: E402
+
+callable_module(__name__, replay)
