@@ -91,15 +91,38 @@ def interleaved(runners: dict[str, Callable[[], Any]], reps: int, warmup: int = 
 
 
 def run_measured(cmd: list[str], **kw: Any) -> dict[str, Any]:
-    """Run a child process; wall seconds and its own peak RSS (MB) via wait4."""
+    """Run a child process; wall seconds and its own peak RSS (MB).
+
+    Peak RSS is the child's VmHWM, sampled from /proc while it runs (every 10 ms): the
+    rusage of wait4 is not used because a forked child inherits its parent's high-water mark.
+    """
+    import threading
+
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
-    stdout = proc.stdout.read() if proc.stdout else b""
-    stderr = proc.stderr.read() if proc.stderr else b""
-    _, status, ru = os.wait4(proc.pid, 0)
+    peak_kb = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak_kb
+        status = Path(f"/proc/{proc.pid}/status")
+        while not done.is_set():
+            try:
+                for line in status.read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        peak_kb = max(peak_kb, int(line.split()[1]))
+                        break
+            except (OSError, ValueError):
+                pass
+            done.wait(0.01)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, stderr = proc.communicate()
     dt = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return {"seconds": dt, "rss_mb": ru.ru_maxrss / 1024.0, "returncode": proc.returncode,
+    done.set()
+    sampler.join()
+    return {"seconds": dt, "rss_mb": peak_kb / 1024.0, "returncode": proc.returncode,
             "stdout": stdout, "stderr": stderr}
 
 
