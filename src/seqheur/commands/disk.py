@@ -71,7 +71,7 @@ def bench_cmd(target: str, output: str, quick: bool, seconds: float | None, size
               note: str | None, as_json: bool) -> None:
     """Measure a block device or file, strictly read-only, into a disk profile.
 
-    Also: ``seqheur bench plot PROFILE -o PNG``.
+    Also: seqheur bench plot PROFILE -o PNG (the profile as figures).
 
     \b
     Example:

@@ -13,8 +13,8 @@ Rules (spec/disk-bench.md §2, §3, §4, §6, §11, §12):
   each read is timed with a ``perf_counter_ns`` pair and checked for its full length.
   Queue depth comes from threads (``os.preadv`` releases the GIL).
 * **Against noise.** Every point: a warm-up run that is discarded, then ``reps`` repetitions
-  interleaved with the other points of its table (A B C A B C ...), min / median / max over the
-  repetitions, percentiles over all reads, the number of reads, and the client CPU used
+  interleaved with the other points of its table (A B C, then a fresh random order ...),
+  min / median / max over the repetitions, percentiles over all reads, the number of reads, and the client CPU used
   (points whose threads kept the CPUs busy are flagged ``client_bound``). Seek and zone curves
   are fitted only when the trend beats the run-to-run spread, else recorded as flat.
 """
@@ -650,8 +650,14 @@ def _interleaved(cfg: BenchConfig, keys: list[tuple], run: Callable[[tuple, int]
     for key in keys:
         run(key, 0)  # warm-up, discarded
     runs: dict[tuple, list[Run]] = {k: [] for k in keys}
+    order = list(keys)
+    shuffle = random.Random(cfg.seed).shuffle
     for rep in range(cfg.reps):
-        for key in keys:
+        # a fresh order every repetition, so that a point's time slot (periodic host activity,
+        # a drifting regime) is not confounded with the point itself
+        if rep:
+            shuffle(order)
+        for key in order:
             runs[key].append(run(key, rep + 1))
     rows = []
     for key in keys:

@@ -31,7 +31,10 @@ def plot_profile(profile: "DiskProfile | str | os.PathLike[str]", out: str | os.
     p = load_profile(profile) if not isinstance(profile, DiskProfile) else profile
     tb: dict[str, list[dict[str, Any]]] = p.tables
     fig, axes = plt.subplots(2, 3, figsize=(15, 8.5))
-    fig.suptitle(f"{p.name} — {p.kind}: {p.description}", fontsize=11)
+    import textwrap
+
+    title = textwrap.shorten(f"{p.name} — {p.kind}: {p.description}", width=260, placeholder=" …")
+    fig.suptitle("\n".join(textwrap.wrap(title, 130)), fontsize=10)
     model = DiskModel(p, drive_cache=False)
 
     # 1. sequential throughput by request size (measured min/median/max, else the model's)
@@ -90,7 +93,7 @@ def plot_profile(profile: "DiskProfile | str | os.PathLike[str]", out: str | os.
                 label="model positioning")
     flat = p.provenance.get("seek_flat")
     ax.set_xscale("log")
-    ax.set_title("Latency by seek distance" + (" — flat (no seek effect)" if flat else ""))
+    ax.set_title("Latency by seek distance" + (" — flat" if flat else ""))
     ax.set_xlabel("distance (bytes)")
     ax.set_ylabel("ms")
     ax.legend(fontsize=8)
@@ -162,7 +165,7 @@ def plot_profile(profile: "DiskProfile | str | os.PathLike[str]", out: str | os.
         ax.barh(range(len(vals)), vals, color="tab:blue")
         ax.set_yticks(range(len(vals)), labels, fontsize=8)
         ax.invert_yaxis()
-    ax.set_title("Caches, idle gaps, interleaved streams: p50 latency")
+    ax.set_title("Caches, idle gaps, streams: p50 latency")
     ax.set_xlabel("ms")
 
     fig.tight_layout()
