@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.installed
 DEMO    := demo-out
 PYTEST  := $(BIN)/python -m pytest
 
-.PHONY: demo test test-slow test-oracle test-lab test-dist test-all bench bench-quick lab lab-deps venv clean
+.PHONY: demo test test-slow test-oracle test-lab test-dist test-fuzz test-all bench bench-quick lab lab-deps venv clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -33,7 +33,9 @@ test-lab: $(STAMP)
 	$(PYTEST) -q -m lab || [ $$? -eq 5 ]
 test-dist: $(STAMP)
 	$(PYTEST) -q -m dist || [ $$? -eq 5 ]
-test-all: test test-slow test-oracle test-dist
+test-fuzz: $(STAMP)
+	$(PYTEST) -q -m fuzz || [ $$? -eq 5 ]
+test-all: test test-slow test-oracle test-dist test-fuzz
 
 # The performance suite installs its peers: tshark and fio (Debian), dpkt and libcachesim (PyPI).
 BENCH_STAMP := $(VENV)/.bench-installed

@@ -133,3 +133,20 @@ def test_out_of_core_replay_equals_in_memory(tmp_path, detector, table):
     b = replay_dataset(tmp_path / "ds", chunk_rows=97, detector=detector, table=table, cache="4MiB")
     assert a.summary.equals(b.summary)
     assert a.requests.equals(b.requests)
+
+
+def test_cli_replay_of_a_dataset_is_out_of_core_and_exact(tmp_path):
+    from seqheur.replay import replay
+
+    t = workloads.paper(4, 4, reorder=0.05, seed=9)
+    cuts = np.linspace(0, t.num_rows, 4).astype(int)
+    for i in range(3):
+        write_parquet(t.slice(cuts[i], cuts[i + 1] - cuts[i]), tmp_path / f"h{i}.parquet")
+    ingest_many(str(tmp_path / "h*.parquet"), tmp_path / "ds")
+    res = CliRunner().invoke(cli, ["replay", str(tmp_path / "ds"), "--detector", "slowdown",
+                                   "--table", "freebsd4", "--chunk-rows", "50", "--json"])
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.output)
+    want = replay(t, "slowdown", "freebsd4").to_dict()
+    for k in ("hits", "misses", "disk_seconds", "table_ejections", "prefetched"):
+        assert got[k] == want[k], k

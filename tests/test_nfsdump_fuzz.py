@@ -124,7 +124,7 @@ def test_fuzz_quick(shared_dir: Path, tmp_path_factory) -> None:
     assert _run(shared_dir, tmp_path_factory, examples=25, n_lines=300) >= 3000
 
 
-@pytest.mark.slow
+@pytest.mark.fuzz
 def test_fuzz_100k_lines(shared_dir: Path, tmp_path_factory) -> None:
     assert _run(shared_dir, tmp_path_factory, examples=140, n_lines=1000) >= 100_000
 

@@ -89,7 +89,7 @@ def _worker(args: tuple[str, int, int]) -> int:
     return n
 
 
-@pytest.mark.slow
+@pytest.mark.fuzz
 def test_fuzz_100k(tmp_path: Path) -> None:
     from concurrent.futures import ProcessPoolExecutor
 

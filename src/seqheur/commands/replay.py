@@ -35,13 +35,17 @@ def register(cli: click.Group) -> None:
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
               help="per-request results (Parquet; the summary is in its metadata)")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
+@click.option("--chunk-rows", type=int, default=1 << 22, show_default=True,
+              help="for a dataset directory: READs per chunk of the out-of-core replay")
 def replay(trace: Path, det: str, table: str, policy: str, cache: str, profile: str,
            reorder_window: int, no_eof: bool, plugins: tuple[str, ...],
-           output: Path | None, as_json: bool) -> None:
+           output: Path | None, as_json: bool, chunk_rows: int) -> None:
     """Replay a trace through a detector, table model, read-ahead policy, buffer cache and
     disk model, and score the read-ahead.
 
-    TRACE is any trace format (nfsdump text, pcap/pcapng, CSV/Parquet request table). The
+    TRACE is any trace format (nfsdump text, pcap/pcapng, CSV/Parquet request table), or a
+    dataset directory made by `seqheur ingest DIR -o DATASET/`, which is replayed out of core,
+    chunk by chunk, with the same result as in memory. The
     summary has hits, misses, prefetched/used/wasted blocks, coverage, accuracy, table
     ejections, why read-ahead was lost (lost_*), disk ops, disk seconds and throughput.
 
@@ -55,11 +59,20 @@ def replay(trace: Path, det: str, table: str, policy: str, cache: str, profile: 
     from ..replay import replay as run_replay
     from ..streams import reads
 
+    from ..ingest.dataset import is_dataset
+
     load_plugins(plugins)
-    stream = reads(read_request_table(trace))
     prof = None if profile.strip().lower() == "none" else profile
-    result = run_replay(stream, det, table, policy, cache, prof, reorder_window=reorder_window,
-                        clip_eof=not no_eof, progress=True)
+    if is_dataset(trace):
+        from ..outofcore import replay_dataset
+
+        result = replay_dataset(trace, chunk_rows, detector=det, table=table, policy=policy,
+                                cache=cache, profile=prof, reorder_window=reorder_window,
+                                clip_eof=not no_eof)
+    else:
+        stream = reads(read_request_table(trace))
+        result = run_replay(stream, det, table, policy, cache, prof, reorder_window=reorder_window,
+                            clip_eof=not no_eof, progress=True)
     if output is not None:
         result.write(output)
     if as_json:
