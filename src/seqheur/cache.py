@@ -140,7 +140,7 @@ def _home(c: CacheState, key: int) -> int:
     return np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(c.meta[M_SHIFT]))
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@njit(cache=True, nogil=True, _nrt=False)
 def _hslot(c: CacheState, key: int) -> int:
     """Hash-table slot holding ``key``, or -1."""
     mask = c.meta[M_HMASK]
@@ -155,7 +155,7 @@ def _hslot(c: CacheState, key: int) -> int:
         i = (i + 1) & mask
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@njit(cache=True, nogil=True, _nrt=False)
 def find(c: CacheState, key: int) -> int:
     """Entry of ``key`` (resident or ghost), or -1."""
     i = _hslot(c, key)
@@ -165,7 +165,7 @@ def find(c: CacheState, key: int) -> int:
     return v if v >= 0 else ~v
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@njit(cache=True, nogil=True, _nrt=False)
 def lookup(c: CacheState, key: int) -> int:
     """Entry of a *resident* ``key`` (no LRU update), or -1 (absent or a ghost)."""
     mask = c.meta[M_HMASK]
@@ -181,13 +181,13 @@ def lookup(c: CacheState, key: int) -> int:
         i = (i + 1) & mask
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@njit(cache=True, nogil=True, _nrt=False)
 def _hset(c: CacheState, key: int, v: int) -> None:
     """Set the value stored with present ``key`` (entry, or ~entry for a ghost)."""
     c.htab[2 * _hslot(c, key) + 1] = v
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@njit(cache=True, nogil=True, _nrt=False)
 def _hdelete(c: CacheState, key: int) -> None:
     i = _hslot(c, key)
     if i < 0:
@@ -214,7 +214,7 @@ def _hdelete(c: CacheState, key: int) -> None:
     h[2 * i + 1] = -1
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@njit(cache=True, nogil=True, _nrt=False)
 def _hinsert(c: CacheState, key: int, e: int) -> None:
     mask = c.meta[M_HMASK]
     i = _home(c, key)
@@ -251,7 +251,7 @@ def _push_head(c: CacheState, e: int, head: int, tail: int) -> None:
     c.meta[head] = e
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@njit(cache=True, nogil=True, _nrt=False)
 def touch(c: CacheState, e: int) -> None:
     """Move resident entry ``e`` to the most-recently-used end."""
     if c.meta[M_RHEAD] == e:
@@ -260,7 +260,7 @@ def touch(c: CacheState, e: int) -> None:
     _push_head(c, e, M_RHEAD, M_RTAIL)
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@njit(cache=True, nogil=True, _nrt=False)
 def _free(c: CacheState, e: int) -> None:
     c.key[e] = -1
     c.flags[e] = 0
@@ -268,7 +268,7 @@ def _free(c: CacheState, e: int) -> None:
     c.meta[M_FREE] = e
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@njit(cache=True, nogil=True, _nrt=False)
 def _evict_one(c: CacheState) -> None:
     v = c.meta[M_RTAIL]
     _unlink(c, v, M_RHEAD, M_RTAIL)
@@ -292,7 +292,7 @@ def _evict_one(c: CacheState) -> None:
         _free(c, v)
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@njit(cache=True, nogil=True, _nrt=False)
 def forget_ghost(c: CacheState, e: int) -> None:
     """Drop ghost entry ``e`` (its block was demanded or re-read)."""
     _unlink(c, e, M_GHEAD, M_GTAIL)
@@ -301,7 +301,7 @@ def forget_ghost(c: CacheState, e: int) -> None:
     _free(c, e)
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@njit(cache=True, nogil=True, _nrt=False)
 def insert(c: CacheState, key: int, flags: int, stamp: int) -> int:
     """Insert non-resident ``key`` at the MRU end (evicting the LRU block when full).
 
@@ -325,7 +325,7 @@ def insert(c: CacheState, key: int, flags: int, stamp: int) -> int:
     return e
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@njit(cache=True, nogil=True, _nrt=False)
 def use(c: CacheState, e: int) -> bool:
     """First demand use of resident entry ``e``: clears F_PF (and F_WASGHOST); True if it was
     prefetched."""

@@ -265,7 +265,7 @@ def registered_policies() -> list[dict[str, Any]]:
 # numba step functions (not cached on their own: see module docstring)
 
 
-@njit(nogil=True, _nrt=False, inline="always")
+@njit(nogil=True, _nrt=False)
 def emit_op(ops, ctr, f, off, length, sync):
     """Record one disk read (bytes) in the op buffer."""
     k = ctr[C_NOPS]
@@ -279,7 +279,7 @@ def emit_op(ops, ctr, f, off, length, sync):
         ctr[C_SYNC_OPS] += 1
 
 
-@njit(nogil=True, _nrt=False, inline="always")
+@njit(nogil=True, _nrt=False)
 def op_bytes(start, nblk, bsize, eof_bytes):
     """Bytes a read of blocks [start, start+nblk) transfers (clipped at EOF when known)."""
     off = start * bsize
@@ -291,7 +291,7 @@ def op_bytes(start, nblk, bsize, eof_bytes):
     return ln
 
 
-@njit(nogil=True, _nrt=False, inline="always")
+@njit(nogil=True, _nrt=False)
 def insert_block(c, f, b, stamp, d_lo, d_hi, ram, ctr, req):
     """Insert non-resident block b of file f read by request ``stamp``.
 
@@ -311,7 +311,7 @@ def insert_block(c, f, b, stamp, d_lo, d_hi, ram, ctr, req):
     return C.insert(c, key, fl, stamp)
 
 
-@njit(nogil=True, _nrt=False, inline="always")
+@njit(nogil=True, _nrt=False)
 def cluster(c, f, start, maxn, sync, stamp, d_lo, d_hi, eof_blk, bsize, eof_bytes, ctr, req, ops):
     """``cluster_rbuild``: read the run of non-resident blocks from ``start`` (at most ``maxn``,
     stopping at a resident block or EOF) as one disk read. The last block gets the read-ahead
@@ -333,7 +333,7 @@ def cluster(c, f, start, maxn, sync, stamp, d_lo, d_hi, eof_blk, bsize, eof_byte
     return n
 
 
-@njit(nogil=True, _nrt=False, inline="always")
+@njit(nogil=True, _nrt=False)
 def read_range(c, f, start, n, mark, stamp, d_lo, d_hi, eof_blk, bsize, eof_bytes, ctr, req, ops,
                sync):
     """Read every non-resident block of [start, start+n) (Linux ``ra_submit``), one disk read
@@ -362,7 +362,7 @@ def read_range(c, f, start, n, mark, stamp, d_lo, d_hi, eof_blk, bsize, eof_byte
     return total
 
 
-@njit(nogil=True, _nrt=False, inline="always")
+@njit(nogil=True, _nrt=False)
 def count_miss(c, e, f, b, fs, ctr, req):
     """Count a demand miss of block b with its cause. ``e`` is the block's entry when this
     request has already read it (-1 when it is not resident). ``evicted`` if the block was
@@ -385,7 +385,7 @@ def count_miss(c, e, f, b, fs, ctr, req):
         req[R_CAUSE] = cause
 
 
-@njit(nogil=True, _nrt=False, inline="always")
+@njit(nogil=True, _nrt=False)
 def visit_resident(c, e, stamp, f, b, fs, ctr, req):
     """A demand read reaches resident entry ``e``: a hit unless this request itself read the
     block (then it is a miss); LRU touch; first use of a read-ahead block."""
@@ -397,7 +397,7 @@ def visit_resident(c, e, stamp, f, b, fs, ctr, req):
     demand_use(c, e, ctr)
 
 
-@njit(nogil=True, _nrt=False, inline="always")
+@njit(nogil=True, _nrt=False)
 def demand_use(c, e, ctr):
     """LRU touch and first use of read-ahead (no hit/miss accounting)."""
     if C.use(c, e):
@@ -405,7 +405,7 @@ def demand_use(c, e, ctr):
     C.touch(c, e)
 
 
-@njit(nogil=True, _nrt=False, inline="always")
+@njit(nogil=True, _nrt=False)
 def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, ops):
     """One READ through ``ffs_read`` → ``cluster_read`` per block (spec §3.1 / §3.2).
 
@@ -498,7 +498,7 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, op
                 lbn += built if built > 0 else 1
 
 
-@njit(nogil=True, _nrt=False, inline="always")
+@njit(nogil=True, _nrt=False)
 def simple_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, ops):
     """``none`` and ``fixed:N``: demand blocks (one disk read per missing run), then for
     ``fixed:N`` with seqcount > 0 the N blocks after the request."""
@@ -544,7 +544,7 @@ def max_ops_per_request(pol: np.ndarray, max_blocks: int) -> int:
 # per-request driver pieces shared by every policy (and the Linux detectors)
 
 
-@njit(nogil=True, _nrt=False, inline="always")
+@njit(nogil=True, _nrt=False)
 def begin_request(f, off, cnt, fresh, pol, eof_bytes, fs, ctr, req):
     """Clip the request at EOF (as ``nfsrv_read`` does), classify it against the file's
     previous request and return the effective byte count.
@@ -583,7 +583,7 @@ def begin_request(f, off, cnt, fresh, pol, eof_bytes, fs, ctr, req):
     return cnt
 
 
-@njit(nogil=True, _nrt=False, inline="always")
+@njit(nogil=True, _nrt=False)
 def end_request(f, off, cnt, fs, req):
     if cnt > 0:
         if req[R_MISS] == 0:
@@ -591,7 +591,7 @@ def end_request(f, off, cnt, fs, req):
         fs[f, FS_NEXT] = off + cnt
 
 
-@njit(nogil=True, _nrt=False, inline="always")
+@njit(nogil=True, _nrt=False)
 def serve_request(c, f, off, cnt, seq, fresh, stamp, pol, eof_bytes, fs, ctr, req, ops):
     """One READ under a FreeBSD, ``fixed`` or ``none`` policy, given the detector's seqcount."""
     cnt = begin_request(f, off, cnt, fresh, pol, eof_bytes, fs, ctr, req)

@@ -85,7 +85,7 @@ _K_EOF = 6
 
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _tok(buf, n, q):
     """Next token at or after byte ``q`` of the current line: (start, end). Every byte
     <= 32 other than the newline separates tokens (blanks, CR, NUL and other control bytes);
@@ -104,7 +104,7 @@ def _tok(buf, n, q):
     return s, p
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _hexval(buf, s, e, maxdigits):
     """(value, ok) of a hex token of at most ``maxdigits`` significant digits."""
     while e - s > maxdigits and buf[s] == 48:  # leading zeros do not count
@@ -127,7 +127,7 @@ def _hexval(buf, s, e, maxdigits):
     return v, True
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _timeval(buf, s, e):
     """(ns since epoch, ok) of ``secs[.frac]`` (frac = decimal fraction, 1..9 digits)."""
     sec = np.int64(0)
@@ -193,7 +193,7 @@ def _is_short_marker(buf, s, e):
             and buf[s + 3] == 82 and buf[s + 4] == 84)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _op_index(buf, s, e):
     n = e - s
     if n > _OPW:
@@ -211,7 +211,7 @@ def _op_index(buf, s, e):
     return -1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _host_ok(buf, s, e):
     # anonymized "30.0801", raw "0a000001.0801", -v dotted quad "10.0.0.1.0801"; and the
     # "ip:port" / "[v6]:port" of tables exported from pcap captures
@@ -658,7 +658,7 @@ def parse_chunk(buf, pos, max_lines, line_base, max_line,
 
 # ---- call/reply join -------------------------------------------------------------------------
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _key_hash(c, s, tr, x):
     h = np.uint64(c) * np.uint64(0x9E3779B97F4A7C15)
     h ^= np.uint64(s) * np.uint64(0xC2B2AE3D27D4EB4F)
