@@ -11,48 +11,31 @@ chunk to chunk. The result equals the in-memory ``replay`` of the whole trace.
 from __future__ import annotations
 
 import os
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator
 
 import numpy as np
 
-from .streams import ReadStream, reads
+from .streams import ReadStream, scan_reads
 
 
 def _numbering(tables) -> tuple[np.ndarray, np.ndarray]:
-    index: dict[int, int] = {}
-    sizes: list[int] = []
-    for table in tables:
-        s = reads(table)
-        if len(s) == 0:
-            continue
-        local = np.zeros(len(s.file_ids), np.int64)
-        np.maximum.at(local, s.file.astype(np.int64), s.offset + s.count.astype(np.int64))
-        for j, fid in enumerate(s.file_ids.tolist()):
-            k = index.get(fid)
-            if k is None:
-                index[fid] = len(sizes)
-                sizes.append(int(local[j]))
-            else:
-                sizes[k] = max(sizes[k], int(local[j]))
-    ids = np.fromiter(index.keys(), np.uint64, len(index))
-    return ids, np.asarray(sizes, np.int64)
+    """(file_ids by first appearance, observed size per file) over all of ``tables``."""
+    file_ids = np.zeros(0, np.uint64)
+    sizes = np.zeros(0, np.int64)
+    for chunk in scan_reads(tables):
+        file_ids = chunk.file_ids
+        sizes = np.pad(sizes, (0, len(file_ids) - len(sizes)))
+        np.maximum.at(sizes, chunk.file.astype(np.int64), chunk.offset + chunk.count.astype(np.int64))
+    return file_ids, sizes
 
 
 def dataset_chunks(path: str | os.PathLike[str], chunk_rows: int = 1 << 22
                    ) -> tuple[np.ndarray, np.ndarray, Iterator[ReadStream]]:
     """(file_ids, file_sizes, chunks) of a dataset: chunks share the whole trace's numbering."""
     from .ingest.dataset import scan_dataset
-    from .streams import scan_reads
 
     file_ids, sizes = _numbering(scan_dataset(path))
-
-    def chunks() -> Iterator[ReadStream]:
-        for c in scan_reads(scan_dataset(path), chunk_rows=chunk_rows):
-            # every chunk carries the full numbering, known from the first pass
-            yield ReadStream(c.time_ns, c.file, c.offset, c.count, file_ids, c.is_write,
-                             c.source_index)
-
-    return file_ids, sizes, chunks()
+    return file_ids, sizes, scan_reads(scan_dataset(path), chunk_rows=chunk_rows, file_ids=file_ids)
 
 
 def replay_dataset(path: str | os.PathLike[str], chunk_rows: int = 1 << 22, **kw: Any):

@@ -323,17 +323,20 @@ def trace_stats(table: pa.Table | Any, ops: Sequence[str] = ("read",), **kw: Any
 
 
 def scan_reads(tables: Iterable[pa.Table], ops: Sequence[str] = ("read",),
-               chunk_rows: int | None = None) -> Iterator[ReadStream]:
+               chunk_rows: int | None = None,
+               file_ids: np.ndarray | None = None) -> Iterator[ReadStream]:
     """Time-ordered request tables (e.g. ``ingest.dataset.scan_dataset``) as a sequence of
     ReadStream chunks that share one dense file index.
 
     File numbers are assigned by first appearance across all chunks, exactly as
     :func:`reads` would on the concatenated trace, so a chunked replay that carries its state
     from chunk to chunk sees the same files as a one-shot replay. Each chunk's ``file_ids``
-    covers every file seen so far.
+    covers every file seen so far — or, when the whole trace's numbering ``file_ids`` is known
+    (a first pass), that numbering, in every chunk.
     """
-    index: dict[int, int] = {}
-    ids: list[int] = []
+    index: dict[int, int] = {} if file_ids is None else {
+        int(f): k for k, f in enumerate(file_ids.tolist())}
+    ids: list[int] = [] if file_ids is None else list(file_ids.tolist())
     for table in tables:
         s = reads(table, ops=ops)
         if len(s) == 0:
@@ -342,6 +345,8 @@ def scan_reads(tables: Iterable[pa.Table], ops: Sequence[str] = ("read",),
         for j, fid in enumerate(s.file_ids.tolist()):
             k = index.get(fid)
             if k is None:
+                if file_ids is not None:
+                    raise SeqheurError(f"file id {fid} is not in the given numbering")
                 k = index[fid] = len(ids)
                 ids.append(fid)
             mapping[j] = k

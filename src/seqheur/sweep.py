@@ -98,9 +98,7 @@ def grid_from_dict(doc: dict[str, Any], source: str = "grid") -> list[Config]:
         sizes, probes = nf.get("size"), nf.get("probes")
         if not sizes or not probes:
             raise SeqheurError(f"{source}: [nfsheur] needs size = [...] and probes = [...]")
-        extra = ":" + ",".join(f"{k}={nf[k]}" for k in ("hash", "seed") if k in nf) if any(
-            k in nf for k in ("hash", "seed")) else ""
-        extra = extra.replace(",", ":")
+        extra = "".join(f":{k}={nf[k]}" for k in ("hash", "seed") if k in nf)
         for s, p in itertools.product(sizes, probes):
             axes["table"].append(f"nfsheur:{s}x{p}{extra}")
     for a in AXES:

@@ -26,7 +26,7 @@ import pyarrow as pa
 from numba import njit
 
 from .errors import SeqheurError
-from .schema import build_request_table, concat_request_tables
+from .schema import build_request_table, concat_request_tables, fh_columns
 
 MiB = 1 << 20
 KiB = 1 << 10
@@ -214,21 +214,16 @@ def mix(tables: Sequence[pa.Table], seed: int = 0) -> pa.Table:
         lo, hi = tn.min(), tn.max()
         scale = span / max(hi - lo, 1)
         shifted = EPOCH_NS + ((tn - lo) * scale).astype(np.int64) + rng.integers(0, 1000)
-        t = t.set_column(t.schema.get_field_index("time"), "time",
-                         pa.array(shifted, pa.int64()).cast(pa.timestamp("ns", tz="UTC")))
+        t = _replace(t, "time", pa.array(shifted, pa.int64()).cast(pa.timestamp("ns", tz="UTC")))
         # clients of different parts are different machines
         client = pc.binary_join_element_wise(f"m{i}-", t.column("client").cast(pa.string()), "")
-        t = t.set_column(t.schema.get_field_index("client"), "client", client.dictionary_encode())
+        t = _replace(t, "client", client.dictionary_encode())
         parts.append(t)
     merged = concat_request_tables(parts)
     order = pc.sort_indices(merged, sort_keys=[("time", "ascending")])
     merged = merged.take(order)
     n = merged.num_rows
-    merged = merged.set_column(merged.schema.get_field_index("source_index"), "source_index",
-                               pa.array(np.arange(1, n + 1, dtype=np.uint64)))
-    merged = merged.set_column(merged.schema.get_field_index("xid"), "xid",
-                               pa.array((np.arange(n) + 1).astype(np.uint32)))
-    return merged
+    return _renumber(merged)
 
 
 def paper_benchmark(readers: Sequence[int] = (1, 2, 4, 8, 16, 32), total_mb: float = 256,
@@ -248,7 +243,7 @@ def paper_benchmark(readers: Sequence[int] = (1, 2, 4, 8, 16, 32), total_mb: flo
         t = paper(n, total_mb, request_kb, reorder, seed + n, max_displacement, gap_ns)
         fh = pc_binary_prefix(t.column("fh"), f"n{n}:")
         t = _replace(t, "fh", fh)
-        fid, crc = _fh_hashes(fh)
+        fid, crc = fh_columns(fh)
         t = _replace(_replace(t, "file_id", fid), "fh_crc32", crc)
         tn = t.column("time").cast(pa.int64()).to_numpy()
         tn = tn - tn.min() + start
@@ -257,10 +252,7 @@ def paper_benchmark(readers: Sequence[int] = (1, 2, 4, 8, 16, 32), total_mb: flo
         t = _replace(t, "reply_time", pa.array(tn + 100_000, pa.int64()).cast(pa.timestamp("ns", tz="UTC")))
         t = t.append_column("iteration", pa.array(np.full(t.num_rows, n, np.int32)))
         parts.append(t)
-    out = pa.concat_tables(parts).unify_dictionaries()
-    n = out.num_rows
-    out = _replace(out, "source_index", pa.array(np.arange(1, n + 1, dtype=np.uint64)))
-    return _replace(out, "xid", pa.array((np.arange(n) + 1).astype(np.uint32)))
+    return _renumber(pa.concat_tables(parts).unify_dictionaries())
 
 
 def pc_binary_prefix(col, prefix: str):
@@ -270,10 +262,11 @@ def pc_binary_prefix(col, prefix: str):
                                        pa.scalar(b"", pa.binary()))
 
 
-def _fh_hashes(fh):
-    from .schema import fh_columns
-
-    return fh_columns(fh)
+def _renumber(t: pa.Table) -> pa.Table:
+    """Line numbers and xids 1..n in the table's (time) order, as one capture would have."""
+    n = t.num_rows
+    t = _replace(t, "source_index", pa.array(np.arange(1, n + 1, dtype=np.uint64)))
+    return _replace(t, "xid", pa.array((np.arange(n) + 1).astype(np.uint32)))
 
 
 def _replace(t: pa.Table, name: str, col) -> pa.Table:

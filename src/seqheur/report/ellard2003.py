@@ -167,12 +167,7 @@ class Finding:
 
 
 def _tp(df, **eq) -> float:
-    sub = df
-    for k, v in eq.items():
-        sub = sub.filter(sub[k] == v)
-    if sub.height != 1:
-        raise ValueError(f"expected one row for {eq}, got {sub.height}")
-    return float(sub["throughput_mbps"][0])
+    return float(_row(df, **eq)["throughput_mbps"])
 
 
 def _row(df, **eq) -> dict[str, Any]:
