@@ -25,8 +25,6 @@ def _summary(stream, **kw) -> dict[str, Any]:
 
 
 def reproduce_ellard2003(out_dir: str | Path, quick: bool = False) -> ReproduceResult:
-    import numpy as np
-
     from ..io import write_json, write_parquet
     from ..progress import progress
     from . import figures as F
