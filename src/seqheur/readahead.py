@@ -291,7 +291,7 @@ def op_bytes(start, nblk, bsize, eof_bytes):
     return ln
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline='always')
 def insert_block(c, f, b, stamp, d_lo, d_hi, ram, ctr, req):
     """Insert non-resident block b of file f read by request ``stamp``.
 
@@ -311,7 +311,7 @@ def insert_block(c, f, b, stamp, d_lo, d_hi, ram, ctr, req):
     return C.insert(c, key, fl, stamp)
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline='always')
 def cluster(c, f, start, maxn, sync, stamp, d_lo, d_hi, eof_blk, bsize, eof_bytes, ctr, req, ops):
     """``cluster_rbuild``: read the run of non-resident blocks from ``start`` (at most ``maxn``,
     stopping at a resident block or EOF) as one disk read. The last block gets the read-ahead
@@ -405,7 +405,7 @@ def demand_use(c, e, ctr):
     C.touch(c, e)
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline='always')
 def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, ops):
     """One READ through ``ffs_read`` → ``cluster_read`` per block (spec §3.1 / §3.2).
 
@@ -498,7 +498,7 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, op
                 lbn += built if built > 0 else 1
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline='always')
 def simple_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, ops):
     """``none`` and ``fixed:N``: demand blocks (one disk read per missing run), then for
     ``fixed:N`` with seqcount > 0 the N blocks after the request."""
@@ -591,7 +591,7 @@ def end_request(f, off, cnt, fs, req):
         fs[f, FS_NEXT] = off + cnt
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline='always')
 def serve_request(c, f, off, cnt, seq, fresh, stamp, pol, eof_bytes, fs, ctr, req, ops):
     """One READ under a FreeBSD, ``fixed`` or ``none`` policy, given the detector's seqcount."""
     cnt = begin_request(f, off, cnt, fresh, pol, eof_bytes, fs, ctr, req)

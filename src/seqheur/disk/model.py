@@ -251,15 +251,22 @@ def extents_from_reads(file: np.ndarray, offset: np.ndarray, length: np.ndarray,
 # ---------------------------------------------------------------------------------------------
 # numba kernels
 # ---------------------------------------------------------------------------------------------
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _rate(zone_start, zone_rate, addr):
-    i = np.searchsorted(zone_start, addr, side="right") - 1
-    if i < 0:
-        i = 0
-    return zone_rate[i]
+    # the zone holding addr: last start <= addr (a plain binary search; numba's searchsorted
+    # costs several times more on these tiny arrays)
+    lo = 0
+    hi = zone_start.size
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if zone_start[mid] <= addr:
+            lo = mid
+        else:
+            hi = mid
+    return zone_rate[lo]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _positioning(seek_d, seek_t, rand_s, head, addr):
     if head < 0 or seek_d.size == 0:
         return rand_s
@@ -268,12 +275,20 @@ def _positioning(seek_d, seek_t, rand_s, head, addr):
         return seek_t[0]
     if d >= seek_d[-1]:
         return seek_t[-1]
-    j = np.searchsorted(seek_d, d) - 1
+    lo = 0  # seek_d[lo] < d <= seek_d[hi]
+    hi = seek_d.size - 1
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if seek_d[mid] < d:
+            lo = mid
+        else:
+            hi = mid
+    j = lo
     w = (d - seek_d[j]) / (seek_d[j + 1] - seek_d[j])
     return seek_t[j] + w * (seek_t[j + 1] - seek_t[j])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _advance(state, nseg, segbytes, dt, zone_start, zone_rate):
     """Let the running read-ahead progress for ``dt`` seconds of drive time."""
     seg = state[S_PFSEG]
@@ -292,7 +307,7 @@ def _advance(state, nseg, segbytes, dt, zone_start, zone_rate):
         state[S_HDR + seg] = newpos - segbytes
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _piece(addr, ln, first, state, ip, fp, seek_d, seek_t, zone_start, zone_rate):
     """Service one physically contiguous piece; returns (seconds, flags)."""
     nseg = ip[I_NSEG]
@@ -302,6 +317,7 @@ def _piece(addr, ln, first, state, ip, fp, seek_d, seek_t, zone_start, zone_rate
     hitover = fp[F_HITOVER] if first else 0.0
     end = addr + ln
     bus = ln / host
+    victim = 0
     if nseg > 0:
         state[S_TICK] += 1
         tick = state[S_TICK]
@@ -325,14 +341,28 @@ def _piece(addr, ln, first, state, ip, fp, seek_d, seek_t, zone_start, zone_rate
             if end - state[S_HDR + seg] > segbytes:
                 state[S_HDR + seg] = end - segbytes
             return t, STREAM
-        # 2. wholly inside another segment: bus transfer only
+        # 2. wholly inside another segment: bus transfer only. The same pass picks the
+        # segment a media read would replace (the first empty one, else the least recently
+        # used); nothing below changes emptiness or use ticks before that choice is needed.
+        empty = -1
+        lru = 0
+        best = state[S_HDR + 2 * nseg]
         for s in range(nseg):
             st = state[S_HDR + s]
-            if st >= 0 and st <= addr and end <= state[S_HDR + nseg + s]:
+            if st < 0:
+                if empty < 0:
+                    empty = s
+                continue
+            # non-short-circuit &: one rarely-taken branch instead of two unpredictable ones
+            if (st <= addr) & (end <= state[S_HDR + nseg + s]):
                 state[S_HDR + 2 * nseg + s] = tick
                 t = hitover + bus
                 _advance(state, nseg, segbytes, t, zone_start, zone_rate)
                 return t, HIT
+            if state[S_HDR + 2 * nseg + s] < best:
+                best = state[S_HDR + 2 * nseg + s]
+                lru = s
+        victim = empty if empty >= 0 else lru
     # 3. media read; first finish the read-ahead the drive will not abandon
     t = over
     if nseg > 0 and state[S_PFSEG] >= 0:
@@ -354,15 +384,6 @@ def _piece(addr, ln, first, state, ip, fp, seek_d, seek_t, zone_start, zone_rate
     t += ln / rate
     state[S_HEAD] = end
     if nseg > 0:
-        victim = 0
-        best = state[S_HDR + 2 * nseg]
-        for s in range(nseg):
-            if state[S_HDR + s] < 0:
-                victim = s
-                break
-            if state[S_HDR + 2 * nseg + s] < best:
-                best = state[S_HDR + 2 * nseg + s]
-                victim = s
         state[S_HDR + victim] = max(addr, end - segbytes)
         state[S_HDR + nseg + victim] = end
         state[S_HDR + 2 * nseg + victim] = state[S_TICK]
@@ -375,7 +396,7 @@ def _piece(addr, ln, first, state, ip, fp, seek_d, seek_t, zone_start, zone_rate
     return t, flags
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def service_kernel(file, offset, length, idle, ext_first, ext_base, extent_bytes,
                    ip, fp, seek_d, seek_t, zone_start, zone_rate, state, out_s, out_f):
     """Service ``len(file)`` reads in issue order into ``out_s`` (seconds) and ``out_f`` (flags).
@@ -396,8 +417,12 @@ def service_kernel(file, offset, length, idle, ext_first, ext_base, extent_bytes
         flags = 0
         first = True
         while True:
-            k = off // extent_bytes
-            within = off - k * extent_bytes
+            if extent_bytes == _NO_EXTENTS:  # contiguous: skip a 64-bit division per op
+                k = 0
+                within = off
+            else:
+                k = off // extent_bytes
+                within = off - k * extent_bytes
             if k < nfext:
                 addr = ext_base[ext_first[f] + k] + within
             else:

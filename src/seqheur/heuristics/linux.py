@@ -135,7 +135,7 @@ def _read(ctx, f, start, n, mark, row, sync):
                  x[X_EOFBYTES], ctx[1], ctx[2], ctx[3], sync)
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline='always')
 def _submit(ctx, f, row, sync):
     """``ra_submit``: read [start, start+size), PG_readahead on page start+size-async_size."""
     start = row[L_START]
@@ -145,7 +145,7 @@ def _submit(ctx, f, row, sync):
     _read(ctx, f, start, size, mark, row, sync)
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline='always')
 def ondemand(ctx, f, row, mx, ver, hit_marker, index, req):
     """``ondemand_readahead`` (§4.5); ``ver`` 0 = 2.6.31–3.11 context rule, 1 = 3.12+ (§4.6)."""
     initial = index == 0
@@ -213,7 +213,7 @@ def ondemand(ctx, f, row, mx, ver, hit_marker, index, req):
     _submit(ctx, f, row, not hit_marker)
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline='always')
 def linux_read(ctx, f, row, mx, ver, off, cnt):
     """One buffered READ (§4.4); returns the window size (the detector's seqcount)."""
     if cnt <= 0:
@@ -315,7 +315,7 @@ class Linux312:
 # replay with the cache model
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline='always')
 def serve_linux(c, f, row, off, cnt, fresh, stamp, pol, eof_bytes, fs, ctr, req, ops, x):
     """One READ through Linux read-ahead against the cache model; returns the window size."""
     cnt = R.begin_request(f, off, cnt, fresh, pol, eof_bytes, fs, ctr, req)
