@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.installed
 DEMO    := demo-out
 PYTEST  := $(BIN)/python -m pytest
 
-.PHONY: demo test test-slow test-oracle test-lab test-dist test-fuzz test-all bench bench-quick lab lab-deps venv clean
+.PHONY: demo test test-slow test-oracle test-lab test-dist test-fuzz test-all bench bench-quick profile lab lab-deps venv clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -53,6 +53,11 @@ bench: $(BENCH_STAMP)
 
 bench-quick: $(BENCH_STAMP)
 	$(BIN)/python bench/run.py --quick
+
+# Where the replay kernels spend their time (perf, from Debian's linux-perf).
+profile: $(BENCH_STAMP)
+	@command -v perf >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq linux-perf
+	$(BIN)/python bench/profile_kernels.py replay
 
 # The capture lab (root): Debian packages, the lab's C clients, and the real captures in traces/.
 LAB_PKGS   := nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils libnfs-dev tcpdump tshark gcc \

@@ -1,0 +1,204 @@
+"""Where does a numba kernel spend its time? perf sampling with names for JIT code.
+
+    python bench/profile_kernels.py replay [--requests N] [--profile ide-7200|none]
+    python bench/profile_kernels.py disk
+    python bench/profile_kernels.py nfsdump [--lines N]
+
+perf (Debian ``linux-perf``) samples the process; numba's JIT code has no symbols, so after
+the warm-up this script writes ``/tmp/perf-PID.map`` (perf's map format for JIT code) from the
+compiled libraries of the kernels it ran. That needs the kernels compiled in this process, so
+the profiled child runs with empty, temporary ``NUMBA_CACHE_DIR`` / ``SEQHEUR_CACHE_DIR``
+(nothing is loaded from a cache). The report lists the share of samples per function; numba's
+LLVM inlines small callees, so a name stands for itself plus what was inlined into it. Watch
+for ``NRT_incref``/``NRT_decref`` (reference counting on a call between kernels: give the callee
+``_nrt=False`` if it never allocates) and for a large share in a small caller (arguments passed
+on the stack: numba passes every array as ~7 machine words).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+
+
+def write_perf_map(*dispatchers) -> int:
+    """Write /tmp/perf-PID.map for every function in the dispatchers' compiled libraries."""
+    rows = []
+    for d in dispatchers:
+        for cres in d.overloads.values():
+            lib = cres.library
+            for fn in lib._final_module.functions:  # numba's library: no public accessor
+                if fn.is_declaration:
+                    continue
+                try:
+                    addr = lib.get_pointer_to_function(fn.name)
+                except Exception:  # noqa: BLE001 - a helper without an address
+                    continue
+                if addr:
+                    rows.append((addr, fn.name))
+    rows.sort()
+    with open(f"/tmp/perf-{os.getpid()}.map", "w") as fh:
+        for i, (addr, name) in enumerate(rows):
+            size = rows[i + 1][0] - addr if i + 1 < len(rows) else 4096
+            fh.write(f"{addr:x} {size:x} {name}\n")
+    return len(rows)
+
+
+def _short(sym: str) -> str:
+    """``_ZN7seqheur5cache10_evict_oneB3v38...`` -> ``seqheur.cache._evict_one``."""
+    if not sym.startswith("_ZN"):
+        return sym
+    parts, i = [], 3
+    while i < len(sym) and sym[i].isdigit():
+        j = i
+        while sym[j].isdigit():
+            j += 1
+        n = int(sym[i:j])
+        parts.append(sym[j:j + n])
+        i = j + n
+    return ".".join(parts) or sym
+
+
+# -- workloads (run in the profiled child) ----------------------------------------------------
+
+def _replay(args) -> list:
+    sys.path.insert(0, str(ROOT))
+    from bench_detect import make_stream
+
+    import seqheur
+    from seqheur.disk.model import service_kernel
+    from seqheur.replay import Replayer, observed_file_sizes
+
+    stream = make_stream(args.requests)
+    sizes = observed_file_sizes(stream)
+    profile = None if args.profile == "none" else args.profile
+    kw = dict(detector=args.detector, table=args.table, policy=args.policy, cache=256 << 20,
+              profile=profile, file_sizes=sizes, per_request=False)
+    warm = Replayer(stream.file_ids, **kw)
+    warm.feed(stream)
+    disps = [warm._loop] + ([service_kernel] if profile else [])
+
+    def run():
+        seqheur.replay(stream, **kw)
+    return [disps, run]
+
+
+def _disk(args) -> list:
+    import numpy as np
+
+    from seqheur.disk.model import DiskModel, Layout, service_kernel
+
+    rng = np.random.default_rng(1)
+    n = 300_000
+    files = rng.integers(0, 32, n)
+    offs = np.zeros(n, np.int64)
+    nxt = np.zeros(32, np.int64)
+    for i, f in enumerate(files):  # 32 interleaved sequential readers of 128 KiB
+        offs[i] = nxt[f]
+        nxt[f] += 131072
+    lens = np.full(n, 131072, np.int64)
+    model = DiskModel.from_profile(args.profile if args.profile != "none" else "ide-7200", Layout())
+    place = model.place(np.maximum(nxt, 1))
+    model.service(files, offs, lens, place, model.new_state())
+
+    def run():
+        model.service(files, offs, lens, place, model.new_state())
+    return [[service_kernel], run]
+
+
+def _nfsdump(args) -> list:
+    from seqheur.ingest import _nfsdump_kernel as K
+    from seqheur.ingest.nfsdump import read_nfsdump
+
+    work = ROOT / "work"
+    cands = sorted(work.glob("nfsdump-mixed-*.txt"), key=lambda p: p.stat().st_size)
+    if not cands:
+        raise SystemExit("no bench/work/nfsdump-mixed-*.txt: run bench/bench_nfsdump.py once")
+    path = cands[0]
+    read_nfsdump(path)
+    disps = [getattr(K, n) for n in dir(K) if hasattr(getattr(K, n), "overloads")]
+
+    def run():
+        read_nfsdump(path)
+    return [disps, run]
+
+
+WORKLOADS = {"replay": _replay, "disk": _disk, "nfsdump": _nfsdump}
+
+
+def child(args) -> None:
+    disps, run = WORKLOADS[args.workload](args)
+    print(f"perf map: {write_perf_map(*disps)} functions", flush=True)
+    ctl = os.environ.get("SEQHEUR_PERF_CTL")
+    if ctl:  # sampling starts now: import, compilation and warm-up stay out of the profile
+        with open(ctl, "w") as fh:
+            fh.write("enable\n")
+        time.sleep(0.1)
+    t0 = time.perf_counter()
+    for _ in range(args.reps):
+        run()
+    print(f"{args.reps} runs in {time.perf_counter() - t0:.2f} s", flush=True)
+    if ctl:  # and stops before the interpreter's shutdown
+        with open(ctl, "w") as fh:
+            fh.write("disable\n")
+        time.sleep(0.1)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("workload", choices=sorted(WORKLOADS))
+    ap.add_argument("--requests", type=int, default=2_000_000)
+    ap.add_argument("--detector", default="freebsd4")
+    ap.add_argument("--table", default="nfsheur:64x4")
+    ap.add_argument("--policy", default="auto")
+    ap.add_argument("--profile", default="ide-7200", help="disk profile, or 'none'")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args)
+        return 0
+    if not shutil.which("perf"):
+        print("perf is not installed (apt-get install linux-perf)", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="seqheur-prof-") as tmp:
+        ctl = f"{tmp}/ctl"
+        os.mkfifo(ctl)
+        env = dict(os.environ, NUMBA_CACHE_DIR=f"{tmp}/numba", SEQHEUR_CACHE_DIR=f"{tmp}/kernels",
+                   SEQHEUR_PERF_CTL=ctl)
+        data = f"{tmp}/perf.data"
+        argv = [a for a in sys.argv[1:]] + ["--child"]
+        rc = subprocess.call(["perf", "record", "-q", "-F", "2000", "-D", "-1",
+                              f"--control=fifo:{ctl}", "-o", data, sys.executable, __file__,
+                              *argv], env=env)
+        if rc != 0:
+            return rc
+        rep = subprocess.run(["perf", "report", "-i", data, "--sort", "sym", "--stdio"],
+                             capture_output=True, text=True).stdout
+    rows = []
+    for line in rep.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "%" not in line:
+            continue
+        pct, _, sym = line.partition("%")
+        sym = sym.split("]", 1)[-1].strip()
+        rows.append((float(pct), _short(sym)))
+    total_jit = sum(p for p, s in rows if s.startswith("seqheur"))
+    print(f"\n{'share':>7}  function (seqheur kernels: {total_jit:.1f}% of the samples taken "
+          f"after the warm-up)")
+    for pct, sym in rows[:args.top]:
+        print(f"{pct:6.2f}%  {sym}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
