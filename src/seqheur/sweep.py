@@ -128,7 +128,7 @@ def run_config(trace: str, config: dict[str, str]) -> dict[str, Any]:
     from .replay import replay
 
     stream = load_stream(trace)
-    result = replay(stream, **config)
+    result = replay(stream, **config, per_request=False)  # a sweep keeps summary rows only
     row = result.summary.to_dicts()[0]
     return row
 
