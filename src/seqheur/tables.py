@@ -375,7 +375,7 @@ def ideal_lookup(slot_file, f):
     return f, 0, -1
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")  # one call site per replay loop
 def table_lookup(tab, f):
     """(slot, fresh, prev_file) of dense file ``f``; mutates the table state ``tab``."""
     cfg = tab[0]
