@@ -5,12 +5,34 @@ Why bytes and not str: a per-line Python split costs ~2 µs; scanning the raw by
 chunk in one jitted loop is what makes ~1 M lines/s per core possible. The hot kernels are
 compiled without NRT reference counting (measured: half the run time went to atomic
 incref/decref of the arrays handed to inlined helpers).
+
+What the per-line parser (``_parse_line``) does for speed, each measured with perf: it is a
+function of its own with few arguments (inside ``parse_chunk`` its loop variables were
+spilled to the stack); the per-token work is written in place, with no helper call in the
+key/value loop (LLVM left such calls un-inlined, and values live across them were spilled);
+array indices are unsigned (``_U``: no negative-index wrap-around per byte); a token's end
+is found 8 bytes at a time; hex digits go through a look-up table (``_HEXC``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros
+
+# array index cast: numba adds a negative-index wrap-around to every signed index; an
+# unsigned one (positions here are never negative) indexes as is
+_U = np.uint64
+
+# byte classes: the value of a hex digit (0-15), 16 for the other bytes of a host token
+# (. : [ ]), 255 for anything else. A look-up instead of range compares: the digit/letter
+# branch of a random hex string is mispredicted every other byte
+_HEXC = np.full(256, 255, dtype=np.uint8)
+for _i, _ch in enumerate("0123456789abcdef"):
+    _HEXC[ord(_ch)] = _i
+    _HEXC[ord(_ch.upper())] = _i
+for _ch in ".:[]":
+    _HEXC[ord(_ch)] = 16
 
 # ---- skip reasons (index into SKIP_REASONS) -------------------------------------------------
 SKIP_REASONS = (
@@ -85,7 +107,7 @@ _K_EOF = 6
 
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _tok(buf, n, q):
     """Next token at or after byte ``q`` of the current line: (start, end). Every byte
     <= 32 other than the newline separates tokens (blanks, CR, NUL and other control bytes);
@@ -93,79 +115,50 @@ def _tok(buf, n, q):
     """
     p = q
     while p < n:
-        c = buf[p]
+        c = buf[_U(p)]
         if c <= 32 and c != 10:
             p += 1
         else:
             break
     s = p
-    while p < n and buf[p] > 32:
+    while p + 8 <= n:  # 8 bytes at a time, as in _parse_line's key/value loop
+        u = _U(p)
+        w = (_U(buf[u]) | (_U(buf[u + _U(1)]) << _U(8))
+             | (_U(buf[u + _U(2)]) << _U(16)) | (_U(buf[u + _U(3)]) << _U(24))
+             | (_U(buf[u + _U(4)]) << _U(32)) | (_U(buf[u + _U(5)]) << _U(40))
+             | (_U(buf[u + _U(6)]) << _U(48)) | (_U(buf[u + _U(7)]) << _U(56)))
+        z = (w - _U(0x2121212121212121)) & ~w & _U(0x8080808080808080)
+        if z != 0:
+            return s, p + (np.int64(trailing_zeros(z)) >> 3)
+        p += 8
+    while p < n and buf[_U(p)] > 32:
         p += 1
     return s, p
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _hexval(buf, s, e, maxdigits):
     """(value, ok) of a hex token of at most ``maxdigits`` significant digits."""
-    while e - s > maxdigits and buf[s] == 48:  # leading zeros do not count
+    while e - s > maxdigits and buf[_U(s)] == 48:  # leading zeros do not count
         s += 1
     n = e - s
     if n <= 0 or n > maxdigits:
         return np.uint64(0), False
     v = np.uint64(0)
     for i in range(s, e):
-        c = buf[i]
-        if 48 <= c <= 57:
-            d = c - 48
-        elif 97 <= c <= 102:
-            d = c - 87
-        elif 65 <= c <= 70:
-            d = c - 55
-        else:
+        d = _HEXC[buf[_U(i)]]
+        if d > 15:
             return np.uint64(0), False
         v = (v << np.uint64(4)) | np.uint64(d)
     return v, True
 
 
-@njit(cache=True, nogil=True)
-def _timeval(buf, s, e):
-    """(ns since epoch, ok) of ``secs[.frac]`` (frac = decimal fraction, 1..9 digits)."""
-    sec = np.int64(0)
-    i = s
-    nd = 0
-    while i < e and 48 <= buf[i] <= 57:
-        sec = sec * 10 + (buf[i] - 48)
-        i += 1
-        nd += 1
-    # int64 nanoseconds end in 2262: later (garbage) times are rejected, not wrapped
-    if nd == 0 or nd > 10 or sec > 9_223_372_035:
-        return np.int64(0), False
-    frac = np.int64(0)
-    fd = 0
-    if i < e and buf[i] == 46:
-        i += 1
-        while i < e and 48 <= buf[i] <= 57:
-            if fd >= 9:
-                return np.int64(0), False
-            frac = frac * 10 + (buf[i] - 48)
-            fd += 1
-            i += 1
-        if fd == 0:
-            return np.int64(0), False
-    if i != e:
-        return np.int64(0), False
-    while fd < 9:
-        frac *= 10
-        fd += 1
-    return sec * 1000000000 + frac, True
-
-
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _ends_con(buf, s, e):
     return e - s >= 3 and buf[e - 3] == 99 and buf[e - 2] == 111 and buf[e - 1] == 110
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _find_status_eq(buf, s, e):
     """Index just after ``status=`` inside [s, e), or -1."""
     # s t a t u s =
@@ -176,14 +169,14 @@ def _find_status_eq(buf, s, e):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _starts_status_eq(buf, s, e):
     return (e - s >= 7 and buf[s] == 115 and buf[s + 1] == 116 and buf[s + 2] == 97
             and buf[s + 3] == 116 and buf[s + 4] == 117 and buf[s + 5] == 115
             and buf[s + 6] == 61)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _is_short_marker(buf, s, e):
     n = e - s
     if n == 3 and buf[s] == 43 and buf[s + 2] == 43 and (buf[s + 1] == 124 or buf[s + 1] == 47):
@@ -193,39 +186,19 @@ def _is_short_marker(buf, s, e):
             and buf[s + 3] == 82 and buf[s + 4] == 84)
 
 
-@njit(cache=True, nogil=True)
-def _op_index(buf, s, e):
-    n = e - s
-    if n > _OPW:
-        return -1
-    for k in range(OP_LEN.shape[0]):
-        if OP_LEN[k] != n or OP_BYTES[k, 0] != buf[s]:
-            continue
-        same = True
-        for j in range(1, n):
-            if OP_BYTES[k, j] != buf[s + j]:
-                same = False
-                break
-        if same:
-            return k
-    return -1
-
-
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _host_ok(buf, s, e):
     # anonymized "30.0801", raw "0a000001.0801", -v dotted quad "10.0.0.1.0801"; and the
     # "ip:port" / "[v6]:port" of tables exported from pcap captures
     if e - s == 0 or e - s > 64:
         return False
     for i in range(s, e):
-        c = buf[i]
-        if not ((48 <= c <= 57) or (97 <= c <= 102) or (65 <= c <= 70) or c == 46 or c == 58
-                or c == 91 or c == 93):
+        if _HEXC[buf[_U(i)]] > 16:  # hex digits . : [ ]
             return False
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _fnv(buf, s, e):
     h = np.uint64(1469598103934665603)
     for i in range(s, e):
@@ -233,7 +206,7 @@ def _fnv(buf, s, e):
     return h
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _intern(buf, s, e, pool, offs, lens, slots, meta):
     """Dense id of the token buf[s:e] in a growable string table; -2 when the table is full
     (the caller grows it and resumes at the same line)."""
@@ -268,7 +241,7 @@ def _intern(buf, s, e, pool, offs, lens, slots, meta):
     return cnt
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def rehash(pool, offs, lens, count, slots):
     """Fill an empty (all -1) ``slots`` from the first ``count`` interned strings."""
     mask = np.uint64(slots.shape[0] - 1)
@@ -279,7 +252,7 @@ def rehash(pool, offs, lens, count, slots):
         slots[j] = idx
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _skip(code, line_no, ls, le, skip_counts, ex_line, ex_start, ex_end):
     k = skip_counts[code]
     if k < N_EXAMPLES:
@@ -289,8 +262,417 @@ def _skip(code, line_no, ls, le, skip_counts, ex_line, ex_start, ex_end):
     skip_counts[code] = k + 1
 
 
-# _nrt=False: no reference counting in the hot loops. With it, every array passed to an
-# (inlined) helper costs an atomic incref/decref pair, which measured at half the run time.
+@njit(cache=True, nogil=True, _nrt=False)
+def _parse_line(buf, pos, fh_data, fhpos):
+    """Parse the line starting at byte ``pos`` (tokenized in place; ``buf`` ends at a line
+    end). A call is kept out of ``parse_chunk`` so that its loops run in registers: in the
+    one big function (30+ array arguments live across the loop) the tokenizer's position
+    was spilled to the stack and reloaded on every byte.
+
+    Returns (code, line_end, fhpos, bad, time, client_start, client_end, server_start,
+    server_end, kind, tr, vers, xid, op, off, cnt, ret, status, size, flags): ``code`` < 0
+    for a record, else the skip reason; the handle (calls) is decoded into ``fh_data`` from
+    ``fhpos`` and the returned ``fhpos`` is past it.
+    """
+    n = buf.shape[0]
+    ls = pos
+    q = pos
+    code = -1
+    bad = 0
+    short = False
+    # every field typed on every path (the block below leaves at its first failure)
+    tns = np.int64(0)
+    s1 = t1 = s2 = t2 = s3 = s4 = ls
+    xid = np.uint64(0)
+    op = -1
+    is_reply = False
+    flags = 0
+    status = np.uint64(0)
+    off = np.uint64(0)
+    cnt = np.uint64(0)
+    tcnt = np.uint64(0)
+    have_tcnt = False
+    ret = np.uint64(0)
+    size = np.uint64(0)
+    for _once in range(1):  # a block to break out of with a skip code
+        s, t = _tok(buf, n, q)
+        q = t
+        if s == t:
+            # nothing but separators: blank, or NUL/control bytes (hourly files with
+            # NUL blocks) which are junk, not an empty line
+            code = 0
+            j = ls
+            while j < n and buf[_U(j)] != 10:
+                c = buf[_U(j)]
+                if not (c == 32 or c == 9 or c == 13 or c == 11 or c == 12):
+                    code = 2
+                    break
+                j += 1
+            break
+        c0 = buf[_U(s)]
+        if c0 < 48 or c0 > 57:
+            code = 1 if (c0 == 88 and t - s >= 2 and buf[_U(s + 1)] == 88) else 2
+            break
+        # the time: secs[.frac] (frac = decimal fraction, 1..9 digits). The per-line fields
+        # are decoded in place, not by helpers: a call cost about as much as the work
+        i = s
+        sec = np.int64(0)
+        nd = 0
+        while i < t and 48 <= buf[_U(i)] <= 57:
+            sec = sec * 10 + (buf[_U(i)] - 48)
+            i += 1
+            nd += 1
+        # int64 nanoseconds end in 2262: later (garbage) times are rejected, not wrapped
+        okt = nd > 0 and nd <= 10 and sec <= 9_223_372_035
+        frac = np.int64(0)
+        fd = 0
+        if okt and i < t and buf[_U(i)] == 46:
+            i += 1
+            while i < t and 48 <= buf[_U(i)] <= 57:
+                if fd >= 9:
+                    okt = False
+                    break
+                frac = frac * 10 + (buf[_U(i)] - 48)
+                fd += 1
+                i += 1
+            if fd == 0:
+                okt = False
+        if not okt or i != t:
+            code = 3
+            break
+        while fd < 9:
+            frac *= 10
+            fd += 1
+        tns = sec * 1000000000 + frac
+        s1, t1 = _tok(buf, n, q)
+        q = t1
+        s2, t2 = _tok(buf, n, q)
+        q = t2
+        s3, t3 = _tok(buf, n, q)
+        q = t3
+        s4, t4 = _tok(buf, n, q)
+        q = t4
+        s5, t5 = _tok(buf, n, q)
+        q = t5
+        s6, t6 = _tok(buf, n, q)
+        q = t6
+        s7, t7 = _tok(buf, n, q)
+        q = t7
+        if s7 == t7:
+            code = 12
+            break
+        if not _host_ok(buf, s1, t1) or not _host_ok(buf, s2, t2):
+            code = 4
+            break
+        if not (t3 - s3 == 1 and (buf[_U(s3)] == 85 or buf[_U(s3)] == 84)):
+            code = 5
+            break
+        if not (t4 - s4 == 2 and (buf[_U(s4)] == 67 or buf[_U(s4)] == 82)
+                and (buf[_U(s4 + 1)] == 50 or buf[_U(s4 + 1)] == 51)):
+            code = 7 if (t4 - s4 >= 2 and (buf[_U(s4)] == 67 or buf[_U(s4)] == 82)
+                         and buf[_U(s4 + 1)] == 85) else 6
+            break
+        # xid and proc in hex, at most 8 significant digits
+        for which in range(2):
+            hs = s5 if which == 0 else s6
+            he = t5 if which == 0 else t6
+            while he - hs > 8 and buf[_U(hs)] == 48:  # leading zeros do not count
+                hs += 1
+            okx = 0 < he - hs <= 8
+            v = np.uint64(0)
+            if okx:
+                for i in range(hs, he):
+                    d = _HEXC[buf[_U(i)]]
+                    if d > 15:
+                        okx = False
+                        break
+                    v = (v << np.uint64(4)) | np.uint64(d)
+            if not okx:
+                code = 8 + which
+                break
+            if which == 0:
+                xid = v
+        if code >= 0:
+            break
+        # the op: its index in OP_TOKENS
+        m7 = t7 - s7
+        if m7 <= _OPW:
+            for k in range(OP_LEN.shape[0]):
+                if OP_LEN[k] != m7 or OP_BYTES[k, 0] != buf[_U(s7)]:
+                    continue
+                same = True
+                for j in range(1, m7):
+                    if OP_BYTES[k, j] != buf[_U(s7 + j)]:
+                        same = False
+                        break
+                if same:
+                    op = k
+                    break
+        if op < 0:
+            code = 10
+            break
+        is_reply = buf[_U(s4)] == 82
+        flags = 0
+        status = np.uint64(0)
+        trailer = False
+        if is_reply:
+            s8, t8 = _tok(buf, n, q)
+            q = t8
+            if s8 == t8:
+                code = 12
+                break
+            if _starts_status_eq(buf, s8, t8):
+                # null (and v2 root/writecache) replies have no status token: the
+                # trailer's status= carries it (XXX in anonymized traces -> unknown)
+                trailer = True
+                status, ok = _hexval(buf, s8 + 7, t8, 8)
+                if ok:
+                    flags |= F_STATUS
+            elif t8 - s8 == 2 and buf[_U(s8)] == 79 and buf[_U(s8 + 1)] == 75:  # OK
+                flags |= F_STATUS
+            elif _is_short_marker(buf, s8, t8):
+                short = True
+            else:
+                status, ok = _hexval(buf, s8, t8, 8)
+                if not ok:
+                    code = 11
+                    break
+                flags |= F_STATUS
+        # ---- key/value pairs up to the trailer
+        off = np.uint64(0)
+        cnt = np.uint64(0)
+        tcnt = np.uint64(0)
+        have_tcnt = False
+        ret = np.uint64(0)
+        size = np.uint64(0)
+        key = -1
+        ms = -1  # a SHORT / +|+ / +/+ marker token met by the loop below: [ms, mt)
+        mt = -1
+        # no helper calls in this loop (values live across a call get spilled to the stack)
+        while not trailer and not short:
+            # the next token, tokenized in place: this loop sees ~30 tokens a line, and a
+            # helper call per token (LLVM does not inline it here) cost more than the scan
+            while q < n:
+                c = buf[_U(q)]
+                if c <= 32 and c != 10:
+                    q += 1
+                else:
+                    break
+            s = q
+            # the token's end 8 bytes at a time (most tokens are shorter: no loop exit to
+            # mispredict): the lowest byte <= 32 of the little-endian word w is the lowest
+            # set bit of (w - 0x21..21) & ~w & 0x80..80 (a borrow runs upwards only from a
+            # byte that is itself <= 32); the last < 8 bytes of the buffer byte by byte
+            while q + 8 <= n:
+                u = _U(q)
+                w = (_U(buf[u]) | (_U(buf[u + _U(1)]) << _U(8))
+                     | (_U(buf[u + _U(2)]) << _U(16)) | (_U(buf[u + _U(3)]) << _U(24))
+                     | (_U(buf[u + _U(4)]) << _U(32)) | (_U(buf[u + _U(5)]) << _U(40))
+                     | (_U(buf[u + _U(6)]) << _U(48)) | (_U(buf[u + _U(7)]) << _U(56)))
+                z = (w - _U(0x2121212121212121)) & ~w & _U(0x8080808080808080)
+                if z != 0:
+                    q += np.int64(trailing_zeros(z)) >> 3
+                    break
+                q += 8
+            else:
+                while q < n and buf[_U(q)] > 32:
+                    q += 1
+            t = q
+            if s == t:
+                break
+            c = buf[_U(s)]
+            m = t - s
+            # cheap first-byte filters keep helper calls off the per-token path
+            if not is_reply:
+                if c == 99 and m == 3 and buf[_U(s + 1)] == 111 and buf[_U(s + 2)] == 110:  # con
+                    trailer = True
+                    break
+            elif (c == 115 and m >= 7 and buf[_U(s + 1)] == 116 and buf[_U(s + 2)] == 97
+                  and buf[_U(s + 3)] == 116 and buf[_U(s + 4)] == 117 and buf[_U(s + 5)] == 115
+                  and buf[_U(s + 6)] == 61):  # status=
+                trailer = True
+                break
+            # SHORT (PACKET) / +|+ / +/+ (as _is_short_marker): the rest of the line is left
+            # to the loop after this one
+            if c == 83:
+                if (m >= 5 and buf[_U(s + 1)] == 72 and buf[_U(s + 2)] == 79
+                        and buf[_U(s + 3)] == 82 and buf[_U(s + 4)] == 84):
+                    short = True
+            elif c == 43:
+                if (m == 3 and buf[_U(s + 2)] == 43
+                        and (buf[_U(s + 1)] == 124 or buf[_U(s + 1)] == 47)):
+                    short = True
+            if short:
+                ms = s
+                mt = t
+                break
+            if key < 0:
+                # a switch on length and first byte: most keys (ftype, mode, nlink, uid,
+                # ...) are rejected by the first compare
+                key = _K_OTHER
+                if m == 2:
+                    if c == 102 and buf[_U(s + 1)] == 104:  # fh
+                        key = _K_FH
+                elif m == 3:
+                    if c == 111 and buf[_U(s + 1)] == 102 and buf[_U(s + 2)] == 102:  # off
+                        key = _K_OFF
+                    elif c == 101 and buf[_U(s + 1)] == 111 and buf[_U(s + 2)] == 102:  # eof
+                        key = _K_EOF
+                elif m == 4:
+                    if c == 115 and buf[_U(s + 1)] == 105 and buf[_U(s + 2)] == 122 and \
+                            buf[_U(s + 3)] == 101:  # size
+                        key = _K_SIZE
+                    elif c == 102 and buf[_U(s + 1)] == 105 and buf[_U(s + 2)] == 108 and \
+                            buf[_U(s + 3)] == 101:  # file
+                        key = _K_FH
+                elif m == 5:
+                    if c == 99 and buf[_U(s + 1)] == 111 and buf[_U(s + 2)] == 117 and \
+                            buf[_U(s + 3)] == 110 and buf[_U(s + 4)] == 116:  # count
+                        key = _K_COUNT
+                elif m == 6:
+                    if c == 111 and buf[_U(s + 1)] == 102 and buf[_U(s + 2)] == 102 and \
+                            buf[_U(s + 3)] == 115 and buf[_U(s + 4)] == 101 and \
+                            buf[_U(s + 5)] == 116:
+                        key = _K_OFF  # offset (v2)
+                    elif c == 116 and buf[_U(s + 1)] == 99 and buf[_U(s + 2)] == 111 and \
+                            buf[_U(s + 3)] == 117 and buf[_U(s + 4)] == 110 and \
+                            buf[_U(s + 5)] == 116:
+                        key = _K_TCOUNT  # tcount (v2)
+                continue
+            kc = key
+            key = -1
+            if kc == _K_OTHER:
+                continue
+            # which values this line keeps: calls fh, off, count, tcount; replies size,
+            # count, eof (each first occurrence except tcount)
+            if not is_reply:
+                if kc == _K_FH:
+                    if flags & F_FH:
+                        continue
+                    okh = m % 2 == 0 and m <= 512
+                    if okh:
+                        for i in range(0, m, 2):
+                            hv = _HEXC[buf[_U(s + i)]]
+                            lv = _HEXC[buf[_U(s + i + 1)]]
+                            if (hv | lv) > 15:
+                                okh = False
+                                break
+                            fh_data[_U(fhpos + (i >> 1))] = (hv << 4) | lv
+                    if okh:
+                        fhpos += m // 2
+                        flags |= F_FH
+                    else:
+                        bad += 1
+                    continue
+                if kc == _K_OFF:
+                    if flags & F_OFF:
+                        continue
+                elif kc == _K_COUNT:
+                    if flags & F_CNT:
+                        continue
+                elif kc != _K_TCOUNT:
+                    continue
+            else:
+                if kc == _K_SIZE:
+                    # first occurrence = the object's post-op attributes (lookup replies
+                    # repeat the group for the directory)
+                    if flags & F_SIZE:
+                        continue
+                elif kc == _K_COUNT:
+                    if flags & F_RET:
+                        continue
+                elif kc == _K_EOF:
+                    if flags & F_EOF:
+                        continue
+                else:
+                    continue
+            # the value in hex (as _hexval, in place: one site for all keys); offsets and
+            # sizes take 16 significant digits, the rest 8
+            maxd = 16 if (kc == _K_OFF or kc == _K_SIZE) else 8
+            hs = s
+            while t - hs > maxd and buf[_U(hs)] == 48:  # leading zeros do not count
+                hs += 1
+            ok = 0 < t - hs <= maxd
+            v = np.uint64(0)
+            if ok:
+                for i in range(hs, t):
+                    d = _HEXC[buf[_U(i)]]
+                    if d > 15:
+                        ok = False
+                        break
+                    v = (v << np.uint64(4)) | np.uint64(d)
+            if not ok:
+                bad += 1
+                continue
+            if not is_reply:
+                if kc == _K_OFF:
+                    off = v
+                    flags |= F_OFF
+                elif kc == _K_COUNT:
+                    cnt = v
+                    flags |= F_CNT
+                else:
+                    tcnt = v
+                    have_tcnt = True
+            else:
+                if kc == _K_SIZE:
+                    size = v
+                    flags |= F_SIZE
+                elif kc == _K_COUNT:
+                    ret = v
+                    flags |= F_RET
+                elif v != 0:
+                    flags |= F_EOF | F_EOFV
+                else:
+                    flags |= F_EOF
+        if short and not trailer:
+            # after a marker nothing is decoded: only the trailer (con / status=) is looked
+            # for, starting with the marker token itself
+            if ms >= 0:
+                if not is_reply:
+                    if _ends_con(buf, ms, mt):
+                        trailer = True
+                elif _find_status_eq(buf, ms, mt) >= 0:
+                    trailer = True
+            while not trailer:
+                s, t = _tok(buf, n, q)
+                q = t
+                if s == t:
+                    break
+                if not is_reply:
+                    if _ends_con(buf, s, t):
+                        trailer = True
+                elif _find_status_eq(buf, s, t) >= 0:
+                    trailer = True
+        if not trailer:
+            code = 12
+            break
+        if not is_reply and (flags & F_CNT) == 0 and have_tcnt:
+            cnt = tcnt
+            flags |= F_CNT
+        if short:
+            flags |= F_SHORT
+    # ---- to the end of the line
+    le = q
+    while le < n and buf[_U(le)] != 10:
+        le += 1
+    kind = 0
+    tr = 0
+    vers = 0
+    if is_reply:
+        cs, ce, ss, se = s2, t2, s1, t1
+    else:
+        cs, ce, ss, se = s1, t1, s2, t2
+    if code < 0:
+        kind = 1 if is_reply else 0
+        tr = 1 if buf[_U(s3)] == 84 else 0
+        vers = buf[_U(s4 + 1)] - 48
+    return (code, le, fhpos, bad, tns, cs, ce, ss, se, kind, tr, vers, xid, op, off, cnt, ret,
+            status, size, flags)
+
+
+# _nrt=False (here and on every kernel that allocates nothing): no reference counting. With
+# it, every array passed to an (inlined) helper can cost an atomic incref/decref pair.
 @njit(cache=True, nogil=True, _nrt=False)
 def parse_chunk(buf, pos, max_lines, line_base, max_line,
                 h_pool, h_offs, h_lens, h_slots, h_meta,
@@ -312,275 +694,14 @@ def parse_chunk(buf, pos, max_lines, line_base, max_line,
     fh_offs[0] = 0
     while nl < max_lines and pos < n:
         ls = pos
-        q = pos
         line_no = line_base + nl + 1
-        code = -1
         fh_start = fhpos
-        bad = 0
-        short = False
-        for _once in range(1):  # a block to break out of with a skip code
-            s, t = _tok(buf, n, q)
-            q = t
-            if s == t:
-                # nothing but separators: blank, or NUL/control bytes (hourly files with
-                # NUL blocks) which are junk, not an empty line
-                code = 0
-                j = ls
-                while j < n and buf[j] != 10:
-                    c = buf[j]
-                    if not (c == 32 or c == 9 or c == 13 or c == 11 or c == 12):
-                        code = 2
-                        break
-                    j += 1
-                break
-            c0 = buf[s]
-            if c0 < 48 or c0 > 57:
-                code = 1 if (c0 == 88 and t - s >= 2 and buf[s + 1] == 88) else 2
-                break
-            tns, ok = _timeval(buf, s, t)
-            if not ok:
-                code = 3
-                break
-            s1, t1 = _tok(buf, n, q)
-            q = t1
-            s2, t2 = _tok(buf, n, q)
-            q = t2
-            s3, t3 = _tok(buf, n, q)
-            q = t3
-            s4, t4 = _tok(buf, n, q)
-            q = t4
-            s5, t5 = _tok(buf, n, q)
-            q = t5
-            s6, t6 = _tok(buf, n, q)
-            q = t6
-            s7, t7 = _tok(buf, n, q)
-            q = t7
-            if s7 == t7:
-                code = 12
-                break
-            if not _host_ok(buf, s1, t1) or not _host_ok(buf, s2, t2):
-                code = 4
-                break
-            if not (t3 - s3 == 1 and (buf[s3] == 85 or buf[s3] == 84)):
-                code = 5
-                break
-            if not (t4 - s4 == 2 and (buf[s4] == 67 or buf[s4] == 82)
-                    and (buf[s4 + 1] == 50 or buf[s4 + 1] == 51)):
-                code = 7 if (t4 - s4 >= 2 and (buf[s4] == 67 or buf[s4] == 82)
-                             and buf[s4 + 1] == 85) else 6
-                break
-            xid, ok = _hexval(buf, s5, t5, 8)
-            if not ok:
-                code = 8
-                break
-            _proc, ok = _hexval(buf, s6, t6, 8)
-            if not ok:
-                code = 9
-                break
-            op = _op_index(buf, s7, t7)
-            if op < 0:
-                code = 10
-                break
-            is_reply = buf[s4] == 82
-            flags = 0
-            status = np.uint64(0)
-            trailer = False
-            if is_reply:
-                s8, t8 = _tok(buf, n, q)
-                q = t8
-                if s8 == t8:
-                    code = 12
-                    break
-                if _starts_status_eq(buf, s8, t8):
-                    # null (and v2 root/writecache) replies have no status token: the
-                    # trailer's status= carries it (XXX in anonymized traces -> unknown)
-                    trailer = True
-                    status, ok = _hexval(buf, s8 + 7, t8, 8)
-                    if ok:
-                        flags |= F_STATUS
-                elif t8 - s8 == 2 and buf[s8] == 79 and buf[s8 + 1] == 75:  # OK
-                    flags |= F_STATUS
-                elif _is_short_marker(buf, s8, t8):
-                    short = True
-                else:
-                    status, ok = _hexval(buf, s8, t8, 8)
-                    if not ok:
-                        code = 11
-                        break
-                    flags |= F_STATUS
-            # ---- key/value pairs up to the trailer
-            off = np.uint64(0)
-            cnt = np.uint64(0)
-            tcnt = np.uint64(0)
-            have_tcnt = False
-            ret = np.uint64(0)
-            size = np.uint64(0)
-            key = -1
-            while not trailer:
-                s, t = _tok(buf, n, q)
-                q = t
-                if s == t:
-                    break
-                c = buf[s]
-                m = t - s
-                if short:
-                    if not is_reply:
-                        if _ends_con(buf, s, t):
-                            trailer = True
-                    elif _find_status_eq(buf, s, t) >= 0:
-                        trailer = True
-                    continue
-                # cheap first-byte filters keep helper calls off the per-token path
-                if not is_reply:
-                    if c == 99 and m == 3 and buf[s + 1] == 111 and buf[s + 2] == 110:  # con
-                        trailer = True
-                        break
-                elif (c == 115 and m >= 7 and buf[s + 1] == 116 and buf[s + 2] == 97
-                      and buf[s + 3] == 116 and buf[s + 4] == 117 and buf[s + 5] == 115
-                      and buf[s + 6] == 61):  # status=
-                    trailer = True
-                    break
-                if (c == 83 or c == 43) and _is_short_marker(buf, s, t):
-                    short = True
-                    if not is_reply and _ends_con(buf, s, t):
-                        trailer = True
-                    elif is_reply and _find_status_eq(buf, s, t) >= 0:
-                        trailer = True
-                    continue
-                if key < 0:
-                    # a switch on length and first byte: most keys (ftype, mode, nlink, uid,
-                    # ...) are rejected by the first compare
-                    key = _K_OTHER
-                    if m == 2:
-                        if c == 102 and buf[s + 1] == 104:  # fh
-                            key = _K_FH
-                    elif m == 3:
-                        if c == 111 and buf[s + 1] == 102 and buf[s + 2] == 102:  # off
-                            key = _K_OFF
-                        elif c == 101 and buf[s + 1] == 111 and buf[s + 2] == 102:  # eof
-                            key = _K_EOF
-                    elif m == 4:
-                        if c == 115 and buf[s + 1] == 105 and buf[s + 2] == 122 and \
-                                buf[s + 3] == 101:  # size
-                            key = _K_SIZE
-                        elif c == 102 and buf[s + 1] == 105 and buf[s + 2] == 108 and \
-                                buf[s + 3] == 101:  # file
-                            key = _K_FH
-                    elif m == 5:
-                        if c == 99 and buf[s + 1] == 111 and buf[s + 2] == 117 and \
-                                buf[s + 3] == 110 and buf[s + 4] == 116:  # count
-                            key = _K_COUNT
-                    elif m == 6:
-                        if c == 111 and buf[s + 1] == 102 and buf[s + 2] == 102 and \
-                                buf[s + 3] == 115 and buf[s + 4] == 101 and buf[s + 5] == 116:
-                            key = _K_OFF  # offset (v2)
-                        elif c == 116 and buf[s + 1] == 99 and buf[s + 2] == 111 and \
-                                buf[s + 3] == 117 and buf[s + 4] == 110 and buf[s + 5] == 116:
-                            key = _K_TCOUNT  # tcount (v2)
-                    continue
-                kc = key
-                key = -1
-                if kc == _K_OTHER:
-                    continue
-                if not is_reply:
-                    if kc == _K_FH:
-                        if flags & F_FH:
-                            continue
-                        okh = m % 2 == 0 and m <= 512
-                        if okh:
-                            for i in range(0, m, 2):
-                                hi = buf[s + i]
-                                lo = buf[s + i + 1]
-                                if 48 <= hi <= 57:
-                                    hv = hi - 48
-                                elif 97 <= hi <= 102:
-                                    hv = hi - 87
-                                elif 65 <= hi <= 70:
-                                    hv = hi - 55
-                                else:
-                                    okh = False
-                                    break
-                                if 48 <= lo <= 57:
-                                    lv = lo - 48
-                                elif 97 <= lo <= 102:
-                                    lv = lo - 87
-                                elif 65 <= lo <= 70:
-                                    lv = lo - 55
-                                else:
-                                    okh = False
-                                    break
-                                fh_data[fhpos + i // 2] = hv * 16 + lv
-                        if okh:
-                            fhpos += m // 2
-                            flags |= F_FH
-                        else:
-                            bad += 1
-                    elif kc == _K_OFF:
-                        if flags & F_OFF:
-                            continue
-                        v, ok = _hexval(buf, s, t, 16)
-                        if ok:
-                            off = v
-                            flags |= F_OFF
-                        else:
-                            bad += 1
-                    elif kc == _K_COUNT:
-                        if flags & F_CNT:
-                            continue
-                        v, ok = _hexval(buf, s, t, 8)
-                        if ok:
-                            cnt = v
-                            flags |= F_CNT
-                        else:
-                            bad += 1
-                    elif kc == _K_TCOUNT:
-                        v, ok = _hexval(buf, s, t, 8)
-                        if ok:
-                            tcnt = v
-                            have_tcnt = True
-                        else:
-                            bad += 1
-                else:
-                    if kc == _K_SIZE:
-                        # first occurrence = the object's post-op attributes (lookup replies
-                        # repeat the group for the directory)
-                        if flags & F_SIZE:
-                            continue
-                        v, ok = _hexval(buf, s, t, 16)
-                        if ok:
-                            size = v
-                            flags |= F_SIZE
-                        else:
-                            bad += 1
-                    elif kc == _K_COUNT:
-                        if flags & F_RET:
-                            continue
-                        v, ok = _hexval(buf, s, t, 8)
-                        if ok:
-                            ret = v
-                            flags |= F_RET
-                        else:
-                            bad += 1
-                    elif kc == _K_EOF:
-                        if flags & F_EOF:
-                            continue
-                        v, ok = _hexval(buf, s, t, 8)
-                        if ok:
-                            flags |= F_EOF
-                            if v != 0:
-                                flags |= F_EOFV
-                        else:
-                            bad += 1
-            if not trailer:
-                code = 12
-                break
-            # ---- accepted: intern hosts (client first as in the call)
-            if is_reply:
-                cs, ce, ss, se = s2, t2, s1, t1
-            else:
-                cs, ce, ss, se = s1, t1, s2, t2
-            # look-up inline (a helper call per host costs more than the hashing); only a
-            # first sighting goes to _intern
+        (code, le, fhpos, bad, tns, cs, ce, ss, se, kind, tr, vers, xid, op, off, cnt, ret,
+         status, size, flags) = _parse_line(buf, pos, fh_data, fhpos)
+        if code < 0:
+            # ---- accepted: intern hosts (client first as in the call); look-up inline (a
+            # helper call per host costs more than the hashing), only a first sighting goes
+            # to _intern
             cid = -1
             sid = -1
             mask = np.uint64(h_slots.shape[0] - 1)
@@ -589,7 +710,7 @@ def parse_chunk(buf, pos, max_lines, line_base, max_line,
                 he = ce if which == 0 else se
                 hh = np.uint64(1469598103934665603)
                 for i in range(hs, he):
-                    hh = (hh ^ np.uint64(buf[i])) * np.uint64(1099511628211)
+                    hh = (hh ^ np.uint64(buf[_U(i)])) * np.uint64(1099511628211)
                 j = hh & mask
                 hid = -1
                 hl = he - hs
@@ -601,7 +722,7 @@ def parse_chunk(buf, pos, max_lines, line_base, max_line,
                         o = h_offs[idx]
                         same = True
                         for i in range(hl):
-                            if h_pool[o + i] != buf[hs + i]:
+                            if h_pool[o + i] != buf[_U(hs + i)]:
                                 same = False
                                 break
                         if same:
@@ -617,17 +738,12 @@ def parse_chunk(buf, pos, max_lines, line_base, max_line,
             if cid < 0 or sid < 0:
                 fh_offs[nr] = fh_start
                 return ls, nl, nr, fh_start, 1
-            if not is_reply and (flags & F_CNT) == 0 and have_tcnt:
-                cnt = tcnt
-                flags |= F_CNT
-            if short:
-                flags |= F_SHORT
-            r_kind[nr] = 1 if is_reply else 0
+            r_kind[nr] = kind
             r_time[nr] = tns
             r_client[nr] = cid
             r_server[nr] = sid
-            r_tr[nr] = 1 if buf[s3] == 84 else 0
-            r_vers[nr] = buf[s4 + 1] - 48
+            r_tr[nr] = tr
+            r_vers[nr] = vers
             r_xid[nr] = np.uint32(xid)
             r_op[nr] = op
             r_line[nr] = line_no
@@ -637,17 +753,13 @@ def parse_chunk(buf, pos, max_lines, line_base, max_line,
             r_status[nr] = np.uint32(status)
             r_size[nr] = size
             r_flags[nr] = flags
-        # ---- to the end of the line
-        le = q
-        while le < n and buf[le] != 10:
-            le += 1
         if le - ls > max_line:
             code = 13
         if code >= 0:
             fhpos = fh_start
             _skip(code, line_no, ls, le, skip_counts, ex_line, ex_start, ex_end)
         else:
-            if short:
+            if flags & F_SHORT:
                 counters[C_SHORT] += 1
             counters[C_BAD_VALUES] += bad
             nr += 1
@@ -658,7 +770,7 @@ def parse_chunk(buf, pos, max_lines, line_base, max_line,
 
 # ---- call/reply join -------------------------------------------------------------------------
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _key_hash(c, s, tr, x):
     h = np.uint64(c) * np.uint64(0x9E3779B97F4A7C15)
     h ^= np.uint64(s) * np.uint64(0xC2B2AE3D27D4EB4F)

@@ -640,5 +640,25 @@ def read_nfsdump(path: Any, *, chunk_lines: int = NfsdumpOptions.chunk_lines,
         # (left in chunks otherwise: a copy of every column buys nothing)
         t = table.column("time").cast(pa.int64()).to_numpy()
         if len(t) > 1 and not bool(np.all(t[1:] >= t[:-1])):
-            table = table.take(pc.sort_indices(table, [("time", "ascending")]))
+            table = _take_sorted(table, np.argsort(t, kind="stable"))
     return table, scan.report
+
+
+def _take_sorted(table: pa.Table, perm: np.ndarray) -> pa.Table:
+    """``table.take(perm)`` for a permutation that moves few rows (the calls carried across
+    chunk boundaries): only the blocks of rows that ``perm`` reorders (each one it maps onto
+    itself) are gathered; the rows it leaves in place stay zero-copy slices."""
+    # [a, b) is closed under perm where the running max of perm[:b] is b - 1
+    ends = np.flatnonzero(np.maximum.accumulate(perm) == np.arange(len(perm))) + 1
+    starts = np.concatenate(([0], ends[:-1]))
+    pieces = []
+    prev = 0
+    for i in np.flatnonzero(ends - starts > 1):
+        a, b = int(starts[i]), int(ends[i])
+        if a > prev:
+            pieces.append(table.slice(prev, a - prev))
+        pieces.append(table.slice(a, b - a).take(pa.array(perm[a:b] - a)))
+        prev = b
+    if prev < len(perm):
+        pieces.append(table.slice(prev))
+    return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
