@@ -40,7 +40,8 @@ def main() -> int:
         cold, warm, floor = [], [], []
         for _ in range(reps):
             cache = tempfile.mkdtemp(prefix="seqheur-numba-")
-            env = {**os.environ, "NUMBA_CACHE_DIR": cache, "SEQHEUR_PROGRESS": "0"}
+            env = {**os.environ, "NUMBA_CACHE_DIR": cache, "SEQHEUR_CACHE_DIR": f"{cache}/kernels",
+                   "SEQHEUR_PROGRESS": "0"}
             try:
                 r = run_measured(cmd, env=env)
                 if r["returncode"] != 0:

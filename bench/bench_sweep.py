@@ -43,9 +43,11 @@ def main() -> int:
     specs = {"1 worker": ExecutorSpec("processes", 1), "2 workers": ExecutorSpec("processes", 2),
              "dask 2 workers": ExecutorSpec("dask-local", 2)}
     walls: dict[str, list[float]] = {k: [] for k in specs}
-    reps = max(1, args.reps // 2) if not args.quick else 1
+    reps = max(3, args.reps - 2) if not args.quick else 1
     frames = {}
-    for _ in range(reps):
+    for spec in specs.values():  # warm-up of each executor (page cache, forkserver, imports)
+        sweep(trace, configs[:4], None, spec, resume=False)
+    for _ in range(reps):  # interleaved: 1, 2, dask, 1, 2, dask, ...
         for name, spec in specs.items():
             with tempfile.TemporaryDirectory() as d:
                 t0 = time.perf_counter()
