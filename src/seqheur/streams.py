@@ -71,6 +71,10 @@ class ReadStream:
         return cls(t, dense.astype(np.int32), off, cnt, uniq[order].astype(np.uint64))
 
 
+#: The request-table columns a read stream is built from.
+STREAM_COLUMNS = ("time", "file_id", "offset", "count", "op", "source_index")
+
+
 def reads(table: pa.Table | Any, ops: Sequence[str] = ("read",), order: str = "server") -> ReadStream:
     """Build the :class:`ReadStream` of a request table.
 
@@ -86,7 +90,7 @@ def reads(table: pa.Table | Any, ops: Sequence[str] = ("read",), order: str = "s
     for name in ("file_id", "offset", "count"):
         mask = pc.and_(mask, pc.is_valid(table.column(name)))
     mask = mask.fill_null(False) if hasattr(mask, "fill_null") else mask
-    sub = table.select(["time", "file_id", "offset", "count", "op", "source_index"]).filter(mask)
+    sub = table.select(list(STREAM_COLUMNS)).filter(mask)
     time_ns = _ns(sub.column("time"))
     src = sub.column("source_index").to_numpy().astype(np.uint64)
     if order == "server":
