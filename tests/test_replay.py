@@ -221,6 +221,17 @@ def test_request_table_and_path_inputs(tmp_path):
     r2 = replay(str(path), "freebsd4", "ideal", profile=None)
     assert r1.to_dict() == r2.to_dict()
     assert r1["requests"] == 2 * 1024 * 1024 // 8192
+    # a path is read as its READ rows only: other ops must not leak into the stream
+    import pyarrow as pa
+
+    ops = table.column("op").to_pylist()
+    mixed = table.set_column(table.schema.get_field_index("op"), "op",
+                             pa.array(["write" if i % 3 == 0 else o for i, o in enumerate(ops)],
+                                      table.schema.field("op").type))
+    write_parquet(mixed, tmp_path / "m.parquet")
+    r3 = replay(str(tmp_path / "m.parquet"), "freebsd4", "ideal", profile=None)
+    assert r3.to_dict() == replay(mixed, "freebsd4", "ideal", profile=None).to_dict()
+    assert r3["requests"] == sum(1 for i in range(len(ops)) if i % 3)
 
 
 def test_cli_replay(tmp_path):
