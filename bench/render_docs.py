@@ -31,9 +31,11 @@ replay >= 4x libcachesim's LRU (>= 20 M requests/s); nfsdump ingest >= 1 M lines
 pcap ingest >= 50x tshark and >= 20x dpkt with flat memory; raw-device bench within
 0.85-1.15 of fio; sweeps: 2 workers >= 1.7x one, Dask within 15% of the process pool.
 
-A caution on the numbers here: they were measured on a shared 2-vCPU virtual machine while
-other heavy jobs ran (see each file's `machine` and notes); several benchmarks therefore report
-rates per CPU-second of the measuring thread next to wall-clock rates.
+A caution on the numbers here: they were measured on a 2-vCPU virtual machine (a virtual
+disk, neighbours on the same host), some of them while other jobs of ours ran on it; each
+section says when it was measured. Run-to-run spread is 10-20% for CPU-bound figures and more
+for the disk, so several benchmarks report rates per CPU-second of the measuring thread next
+to wall-clock rates, and the disk validation carries a control (fio against itself).
 
 ## Profiling the kernels
 
