@@ -92,7 +92,7 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=None, help="per run (default 1, quick 0.5)")
     ap.add_argument("--file", type=Path, default=WORK / "disk-validation.bin")
-    ap.add_argument("--file-mib", type=int, default=512)
+    ap.add_argument("--file-mib", type=int, default=1024)  # issue 11: a 1 GiB file
     args = ap.parse_args()
     if args.reps < 5:
         print("note: the acceptance rule needs >= 5 pairs per point", file=sys.stderr)
