@@ -43,7 +43,7 @@ def main() -> int:
     specs = {"1 worker": ExecutorSpec("processes", 1), "2 workers": ExecutorSpec("processes", 2),
              "dask 2 workers": ExecutorSpec("dask-local", 2)}
     walls: dict[str, list[float]] = {k: [] for k in specs}
-    reps = max(3, args.reps - 2) if not args.quick else 1
+    reps = args.reps if not args.quick else 1
     frames = {}
     for spec in specs.values():  # warm-up of each executor (page cache, forkserver, imports)
         sweep(trace, configs[:4], None, spec, resume=False)
