@@ -32,6 +32,7 @@ _API: dict[str, str] = {
     # streams
     "ReadStream": "streams:ReadStream",
     "reads": "streams:reads",
+    "read_stream": "streams:read_stream",
     "trace_stats": "streams:trace_stats",
     # disk profiles and the disk-time model
     "DiskProfile": "disk.profile:DiskProfile",

@@ -500,53 +500,13 @@ def _requests_frame(parts: list[dict[str, np.ndarray]]) -> Any:
 def _as_stream(obj: Any) -> ReadStream:
     if isinstance(obj, ReadStream):
         return obj
-    from .streams import reads
+    from .streams import read_stream, reads
 
     if isinstance(obj, (str, os.PathLike)):
-        obj = read_request_table(obj)
+        return read_stream(obj)
     if isinstance(obj, pa.Table) or hasattr(obj, "to_arrow"):
         return reads(obj)
     raise SeqheurError(f"replay needs a ReadStream, a request table or a trace path, not {type(obj).__name__}")
-
-
-def read_request_table(path: str | os.PathLike[str]) -> pa.Table:
-    """A request table from any trace format (``seqheur.ingest.read_trace``).
-
-    A Parquet request table is read lazily: only the READ rows and the columns a read stream
-    needs (``streams.STREAM_COLUMNS``), so memory follows the READs, not the whole table.
-    """
-    from .ingest import read_trace, sniff_format
-
-    if sniff_format(path) == "parquet":
-        table = _read_parquet_reads(path)
-        if table is not None:
-            return table
-    table, _ = read_trace(path)
-    return table
-
-
-def _read_parquet_reads(path: str | os.PathLike[str]) -> pa.Table | None:
-    """READ rows and stream columns of a Parquet request table (None: not a request table)."""
-    import pyarrow.dataset as ds
-
-    from .schema import COLUMNS, REQUEST_SCHEMA
-    from .streams import STREAM_COLUMNS
-
-    try:
-        dataset = ds.dataset(path, format="parquet")
-    except (pa.ArrowInvalid, OSError):
-        return None  # read_trace names the problem
-    if not all(c in dataset.schema.names for c in COLUMNS):
-        return None  # a simple trace: read_trace converts it
-    try:
-        table = dataset.to_table(columns=list(STREAM_COLUMNS), filter=ds.field("op") == "read")
-    except (pa.ArrowInvalid, OSError):
-        return None
-    want = pa.schema([REQUEST_SCHEMA.field(c) for c in STREAM_COLUMNS])
-    try:
-        return table.cast(want)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise SeqheurError(f"{path}: not a request table ({exc})") from None
 
 
 def replay(stream_or_table: Any, detector: Any = "freebsd4", table: Any = "freebsd4",

@@ -75,6 +75,41 @@ class ReadStream:
 STREAM_COLUMNS = ("time", "file_id", "offset", "count", "op", "source_index")
 
 
+def read_stream(path: Any, ops: Sequence[str] = ("read",), order: str = "server") -> ReadStream:
+    """The :class:`ReadStream` of a trace file of any format (``seqheur.ingest.read_trace``).
+
+    A Parquet request table is read as its rows of ``ops`` and the :data:`STREAM_COLUMNS`
+    only, so memory follows the READs, not the whole table.
+    """
+    table = _read_parquet_ops(path, ops)
+    if table is None:
+        from .ingest import read_trace
+
+        table, _ = read_trace(path)
+    return reads(table, ops=ops, order=order)
+
+
+def _read_parquet_ops(path: Any, ops: Sequence[str]) -> pa.Table | None:
+    """Rows of ``ops`` and stream columns of a Parquet request table; None when ``path`` is
+    not one (``read_trace`` then reads it, or names the problem)."""
+    import pyarrow.dataset as ds
+
+    from .schema import COLUMNS, REQUEST_SCHEMA
+
+    try:
+        dataset = ds.dataset(path, format="parquet")
+        if not all(c in dataset.schema.names for c in COLUMNS):
+            return None  # a simple trace (time, file, offset, count): read_trace converts it
+        table = dataset.to_table(columns=list(STREAM_COLUMNS),
+                                 filter=ds.field("op").isin(list(ops)))
+    except (pa.ArrowInvalid, OSError):
+        return None  # not Parquet (another format, compressed, or damaged)
+    try:
+        return table.cast(pa.schema([REQUEST_SCHEMA.field(c) for c in STREAM_COLUMNS]))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise SeqheurError(f"{path}: not a request table ({exc})") from None
+
+
 def reads(table: pa.Table | Any, ops: Sequence[str] = ("read",), order: str = "server") -> ReadStream:
     """Build the :class:`ReadStream` of a request table.
 

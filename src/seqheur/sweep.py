@@ -111,11 +111,9 @@ def grid_from_dict(doc: dict[str, Any], source: str = "grid") -> list[Config]:
 @lru_cache(maxsize=4)
 def _load_stream(path: str, mtime_ns: int, size: int):
     """A worker's copy of the trace's ReadStream, read once per process from shared storage."""
-    from .ingest import read_trace
-    from .streams import reads
+    from .streams import read_stream
 
-    table, _ = read_trace(path)
-    return reads(table)
+    return read_stream(path)
 
 
 def load_stream(path: str):

@@ -55,9 +55,8 @@ def replay(trace: Path, det: str, table: str, policy: str, cache: str, profile: 
           --policy freebsd4-cluster --cache 256MiB --profile ide-7200 -o r.parquet --json
     """
     from ..heuristics.registry import load_plugins
-    from ..replay import read_request_table
     from ..replay import replay as run_replay
-    from ..streams import reads
+    from ..streams import read_stream
 
     from ..ingest.dataset import is_dataset
 
@@ -71,7 +70,7 @@ def replay(trace: Path, det: str, table: str, policy: str, cache: str, profile: 
                                 cache=cache, profile=prof, reorder_window=reorder_window,
                                 clip_eof=not no_eof, per_request=keep)
     else:
-        stream = reads(read_request_table(trace))
+        stream = read_stream(trace)
         result = run_replay(stream, det, table, policy, cache, prof, reorder_window=reorder_window,
                             clip_eof=not no_eof, progress=True, per_request=keep)
     if output is not None:
