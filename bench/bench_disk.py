@@ -71,6 +71,23 @@ def seqheur_run(target: str, pattern: str, bs: int, qd: int, seconds: float,
         return run.iops, float(np.median(run.lat_ns)) / 1e9 if run.ios else 0.0
 
 
+def paired(num: list[float], den: list[float], *,
+           positive_num: bool = False) -> tuple[float, list[float]]:
+    """(median, ratios) of the paired ratios num[k] / den[k]; pairs with den <= 0 (and, with
+    ``positive_num``, num <= 0) are skipped."""
+    ratios = [a / b for a, b in zip(num, den) if b > 0 and (a > 0 or not positive_num)]
+    return (statistics.median(ratios) if ratios else float("nan")), ratios
+
+
+def figure(metric: str, unit: str, mine: list[float], theirs: list[float], peer_name: str,
+           ratios: list[float], target: str, met: bool | None) -> dict[str, Any]:
+    """One result row: seqheur's and the peer's samples with their paired ratios."""
+    return {"metric": metric, "unit": unit, "seqheur": summarize(mine),
+            "peer": summarize(theirs), "peer_name": peer_name,
+            "ratio": statistics.median(ratios) if ratios else float("nan"),
+            "paired_ratios": ratios, "target": target, "met": met}
+
+
 def make_file(path: Path, size: int) -> None:
     if path.exists() and path.stat().st_size == size:
         return
@@ -130,50 +147,30 @@ def main() -> int:
         for p in points:
             tn, tp, pat, sz, qd = p
             for engine, prs in pairs[p].items():
-                ratios = [a[0] / b[0] for a, b in prs if b[0] > 0]
-                med = statistics.median(ratios)
-                figures.append({
-                    "metric": f"{tn} {pat} {sz} QD{qd} IOPS vs fio-{engine}",
-                    "unit": "IOPS",
-                    "seqheur": summarize([a[0] for a, _ in prs]),
-                    "peer": summarize([b[0] for _, b in prs]),
-                    "peer_name": f"fio {engine}",
-                    "ratio": med,
-                    "paired_ratios": ratios,
-                    "target": "median paired ratio in 0.85-1.15",
-                    "met": 0.85 <= med <= 1.15,
-                })
+                mine, theirs = [a for a, _ in prs], [b for _, b in prs]
+                med, ratios = paired([a[0] for a in mine], [b[0] for b in theirs])
+                figures.append(figure(f"{tn} {pat} {sz} QD{qd} IOPS vs fio-{engine}", "IOPS",
+                                      [a[0] for a in mine], [b[0] for b in theirs],
+                                      f"fio {engine}", ratios,
+                                      "median paired ratio in 0.85-1.15", 0.85 <= med <= 1.15))
+                if qd == 1:  # per-read timing: p50 latency, better-is-lower, so fio/seqheur
+                    _, lr = paired([b[1] for b in theirs], [a[1] for a in mine],
+                                   positive_num=True)
+                    if lr:
+                        figures.append(figure(
+                            f"{tn} {pat} {sz} QD1 p50 latency vs fio-{engine}", "s",
+                            [a[1] for a in mine], [b[1] for b in theirs], f"fio {engine}", lr,
+                            "informative (fio p50 is a histogram bin value)", None))
             if qd == 1:  # control: at QD1 fio-psync and fio-libaio issue the same reads, so
                 # their paired ratio is fio against itself, the noise floor of this machine
-                ps, la = pairs[p]["psync"], pairs[p]["libaio"]
-                cr = [a[1][0] / b[1][0] for a, b in zip(ps, la) if b[1][0] > 0]
-                figures.append({
-                    "metric": f"{tn} {pat} {sz} QD1 control: fio-psync vs fio-libaio",
-                    "unit": "IOPS",
-                    "seqheur": summarize([a[1][0] for a in ps]),
-                    "peer": summarize([b[1][0] for b in la]),
-                    "peer_name": "fio libaio (same reads, one in flight)",
-                    "ratio": statistics.median(cr),
-                    "paired_ratios": cr,
-                    "target": "control (fio vs itself)",
-                    "met": None,
-                    "control_within": 0.85 <= statistics.median(cr) <= 1.15,
-                })
-            for engine, prs in pairs[p].items():
-                if qd == 1:  # per-read timing: p50 latency, better-is-lower, so fio/seqheur
-                    lr = [b[1] / a[1] for a, b in prs if a[1] > 0 and b[1] > 0]
-                    if lr:
-                        figures.append({
-                            "metric": f"{tn} {pat} {sz} QD1 p50 latency vs fio-{engine}",
-                            "unit": "s",
-                            "seqheur": summarize([a[1] for a, _ in prs]),
-                            "peer": summarize([b[1] for _, b in prs]),
-                            "peer_name": f"fio {engine}",
-                            "ratio": statistics.median(lr),
-                            "paired_ratios": lr,
-                            "target": "informative (fio p50 is a histogram bin value)",
-                            "met": None,
-                        })
+                ps = [b[0] for _, b in pairs[p]["psync"]]
+                la = [b[0] for _, b in pairs[p]["libaio"]]
+                med, cr = paired(ps, la)
+                fig = figure(f"{tn} {pat} {sz} QD1 control: fio-psync vs fio-libaio", "IOPS",
+                             ps, la, "fio libaio (same reads, one in flight)", cr,
+                             "control (fio vs itself)", None)
+                fig["control_within"] = 0.85 <= med <= 1.15
+                figures.append(fig)
     finally:
         if loop:
             subprocess.run(["losetup", "-d", loop], check=False)
