@@ -252,18 +252,23 @@ def extents_from_reads(file: np.ndarray, offset: np.ndarray, length: np.ndarray,
 # numba kernels
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True, _nrt=False)
-def _rate(zone_start, zone_rate, addr):
-    # the zone holding addr: last start <= addr (a plain binary search; numba's searchsorted
-    # costs several times more on these tiny arrays)
+def _floor_index(a, x, strict):
+    """Largest i with a[i] <= x (a[i] < x when ``strict``) in sorted ``a``, else 0. A plain
+    binary search: numba's searchsorted costs several times more on these tiny arrays."""
     lo = 0
-    hi = zone_start.size
+    hi = a.size
     while hi - lo > 1:
         mid = (lo + hi) >> 1
-        if zone_start[mid] <= addr:
+        if a[mid] < x or (not strict and a[mid] == x):
             lo = mid
         else:
             hi = mid
-    return zone_rate[lo]
+    return lo
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _rate(zone_start, zone_rate, addr):
+    return zone_rate[_floor_index(zone_start, addr, False)]  # the zone holding addr
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -275,15 +280,7 @@ def _positioning(seek_d, seek_t, rand_s, head, addr):
         return seek_t[0]
     if d >= seek_d[-1]:
         return seek_t[-1]
-    lo = 0  # seek_d[lo] < d <= seek_d[hi]
-    hi = seek_d.size - 1
-    while hi - lo > 1:
-        mid = (lo + hi) >> 1
-        if seek_d[mid] < d:
-            lo = mid
-        else:
-            hi = mid
-    j = lo
+    j = _floor_index(seek_d, d, True)  # seek_d[j] < d <= seek_d[j + 1]
     w = (d - seek_d[j]) / (seek_d[j + 1] - seek_d[j])
     return seek_t[j] + w * (seek_t[j + 1] - seek_t[j])
 
