@@ -136,7 +136,7 @@ def _tok(buf, n, q):
     return s, p
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")  # two call sites, in the hot loop
 def _hexval(buf, s, e, maxdigits):
     """(value, ok) of a hex token of at most ``maxdigits`` significant digits."""
     while e - s > maxdigits and buf[_U(s)] == 48:  # leading zeros do not count
@@ -374,19 +374,7 @@ def _parse_line(buf, pos, fh_data, fhpos):
             break
         # xid and proc in hex, at most 8 significant digits
         for which in range(2):
-            hs = s5 if which == 0 else s6
-            he = t5 if which == 0 else t6
-            while he - hs > 8 and buf[_U(hs)] == 48:  # leading zeros do not count
-                hs += 1
-            okx = 0 < he - hs <= 8
-            v = np.uint64(0)
-            if okx:
-                for i in range(hs, he):
-                    d = _HEXC[buf[_U(i)]]
-                    if d > 15:
-                        okx = False
-                        break
-                    v = (v << np.uint64(4)) | np.uint64(d)
+            v, okx = _hexval(buf, s5 if which == 0 else s6, t5 if which == 0 else t6, 8)
             if not okx:
                 code = 8 + which
                 break
@@ -586,21 +574,9 @@ def _parse_line(buf, pos, fh_data, fhpos):
                         continue
                 else:
                     continue
-            # the value in hex (as _hexval, in place: one site for all keys); offsets and
-            # sizes take 16 significant digits, the rest 8
-            maxd = 16 if (kc == _K_OFF or kc == _K_SIZE) else 8
-            hs = s
-            while t - hs > maxd and buf[_U(hs)] == 48:  # leading zeros do not count
-                hs += 1
-            ok = 0 < t - hs <= maxd
-            v = np.uint64(0)
-            if ok:
-                for i in range(hs, t):
-                    d = _HEXC[buf[_U(i)]]
-                    if d > 15:
-                        ok = False
-                        break
-                    v = (v << np.uint64(4)) | np.uint64(d)
+            # the value in hex (one site for all keys); offsets and sizes take 16
+            # significant digits, the rest 8
+            v, ok = _hexval(buf, s, t, 16 if (kc == _K_OFF or kc == _K_SIZE) else 8)
             if not ok:
                 bad += 1
                 continue
