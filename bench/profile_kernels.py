@@ -176,7 +176,7 @@ def main() -> int:
         env = dict(os.environ, NUMBA_CACHE_DIR=f"{tmp}/numba", SEQHEUR_CACHE_DIR=f"{tmp}/kernels",
                    SEQHEUR_PERF_CTL=ctl)
         data = f"{tmp}/perf.data"
-        argv = [a for a in sys.argv[1:]] + ["--child"]
+        argv = [*sys.argv[1:], "--child"]
         rc = subprocess.call(["perf", "record", "-q", "-F", "2000", "-D", "-1",
                               f"--control=fifo:{ctl}", "-o", data, sys.executable, __file__,
                               *argv], env=env)
