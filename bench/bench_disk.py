@@ -10,7 +10,10 @@ every point. fio always runs with ``--readonly``.
 QD8 mapping (spec §7): seqheur = 8 threads (sequential: one stream with 8 reads in flight);
 fio-psync = ``numjobs=8 --thread`` (sequential: 8 streams); fio-libaio = ``iodepth=8``.
 
-    python bench/bench_disk.py [--quick] [--reps N] [--seconds S] [--file PATH]
+    python bench/bench_disk.py [--quick] [--reps N] [--seconds S] [--file PATH] [--points SPEC]
+
+``--points 4K,QD8`` keeps only the points whose label ("file rand 4K QD8") has every
+comma-separated word; repeat ``--points`` to keep the union. Default: all 48 points.
 """
 
 from __future__ import annotations
@@ -88,6 +91,13 @@ def figure(metric: str, unit: str, mine: list[float], theirs: list[float], peer_
             "paired_ratios": ratios, "target": target, "met": met}
 
 
+def selected(specs: list[str], words: tuple[str, ...]) -> bool:
+    """Whether a point labelled by ``words`` passes the ``--points`` filters (none = all)."""
+    have = {w.lower() for w in words}
+    return not specs or any({w.strip().lower() for w in spec.split(",") if w.strip()} <= have
+                            for spec in specs)
+
+
 def make_file(path: Path, size: int) -> None:
     if path.exists() and path.stat().st_size == size:
         return
@@ -110,6 +120,9 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=None, help="per run (default 1, quick 0.5)")
     ap.add_argument("--file", type=Path, default=WORK / "disk-validation.bin")
     ap.add_argument("--file-mib", type=int, default=1024)  # issue 11: a 1 GiB file
+    ap.add_argument("--points", action="append", default=[], metavar="SPEC",
+                    help="keep points whose label has all these comma-separated words "
+                         "(e.g. 4K,QD8 or loop,rand); repeatable (union); default all")
     args = ap.parse_args()
     if args.reps < 5:
         print("note: the acceptance rule needs >= 5 pairs per point", file=sys.stderr)
@@ -121,7 +134,9 @@ def main() -> int:
     size = args.file.stat().st_size
     targets = [("file", str(args.file))]
     loop = None
-    if not args.quick and os.geteuid() == 0 and shutil.which("losetup"):
+    want_loop = any(selected(args.points, ("loop", pat, sz, f"QD{qd}"))
+                    for pat in ("seq", "rand") for sz in SIZES for qd in (1, 8))
+    if not args.quick and want_loop and os.geteuid() == 0 and shutil.which("losetup"):
         try:
             loop = subprocess.run(["losetup", "-r", "-f", "--show", "--direct-io=on", str(args.file)],
                                   check=True, capture_output=True, text=True).stdout.strip()
@@ -131,7 +146,11 @@ def main() -> int:
     figures: list[dict[str, Any]] = []
     try:
         points = [(tn, tp, pat, sz, qd) for tn, tp in targets for pat in ("seq", "rand")
-                  for sz in SIZES for qd in (1, 8)]
+                  for sz in SIZES for qd in (1, 8)
+                  if selected(args.points, (tn, pat, sz, f"QD{qd}"))]
+        if not points:
+            print(f"no point matches --points {args.points}", file=sys.stderr)
+            return 2
         pairs: dict[tuple, dict[str, list[tuple[tuple[float, float], tuple[float, float]]]]] = {
             p: {"psync": [], "libaio": []} for p in points}
         t0 = time.time()
@@ -183,8 +202,9 @@ def main() -> int:
              "running: expect run-to-run spread of 20-60 % (spec §6); pairs are adjacent in time "
              "to cancel slow drifts. Targets: " + ", ".join(n for n, _ in targets) + ".")
     write_result("disk", args.out, figures=figures,
-                 params={"reps": args.reps, "seconds_per_run": seconds, "ramp_s": RAMP,
-                         "file_bytes": size, "targets": [n for n, _ in targets],
+                 params={"reps": args.reps, "points": args.points or "all",
+                         "seconds_per_run": seconds, "ramp_s": RAMP, "file_bytes": size,
+                         "targets": [n for n, _ in targets],
                          "fio": subprocess.run(["fio", "--version"], capture_output=True,
                                                text=True).stdout.strip()},
                  notes=notes)
