@@ -7,7 +7,8 @@ is paired with the fio run made right after it (spec/disk-bench.md §6.2, §7). 
 median over ≥ 5 repetitions of the paired IOPS ratio seqheur/fio; the target is 0.85–1.15 for
 every point. fio always runs with ``--readonly``.
 
-QD8 mapping (spec §7): seqheur = 8 threads (sequential: one stream with 8 reads in flight);
+QD8 mapping (spec §7): seqheur = 8 threads, each running the native (numba, no GIL) pread
+loop (sequential: one stream with 8 reads in flight, thread k reading positions k, k+8, …);
 fio-psync = ``numjobs=8 --thread`` (sequential: 8 streams); fio-libaio = ``iodepth=8``.
 
     python bench/bench_disk.py [--quick] [--reps N] [--seconds S] [--file PATH] [--points SPEC]

@@ -163,6 +163,111 @@ def test_aio_backend_reads_full_blocks(data_file, pattern):
     assert run.threads == 1 and run.mbps > 0
 
 
+def _native_read(t, bs: int, offsets: list[int]) -> tuple[tuple[int, int, int, int], bytes]:
+    """One call of the native loop over ``offsets``: its counts and the buffer it left."""
+    import mmap
+
+    import numpy as np
+
+    pread, clock_gettime, errno_location = bench._native_calls()
+    mm = mmap.mmap(-1, bs)
+    buf = np.frombuffer(mm, dtype=np.uint8)
+    offs = np.asarray(offsets, dtype=np.int64)
+    lat = np.zeros(offs.size, dtype=np.int64)
+    try:
+        got = bench._read_loop(pread, clock_gettime, errno_location, bench.time.CLOCK_MONOTONIC,
+                               t.fd, buf, bs, offs, lat, np.zeros(2, dtype=np.int64),
+                               2**62, np.zeros(1, dtype=np.int64))
+        assert (lat[:got[1]] > 0).all()
+        return tuple(int(x) for x in got), buf.tobytes()
+    finally:
+        del buf
+        mm.close()
+
+
+def test_native_loop_reads_the_requested_offsets(data_file):
+    data = data_file.read_bytes()
+    with open_target(data_file) as t:
+        bs = t.align
+        slots = t.size // bs
+        for off in [0, (slots - 1) * bs, 7 * bs, 12345 * bs % t.size]:
+            got, buf = _native_read(t, bs, [off])
+            assert got == (1, 1, 0, 0) and buf == data[off:off + bs]
+        # several reads in one call: all full, and the buffer holds the last one
+        offs = [3 * bs, 0, 100 * bs, 5 * bs]
+        got, buf = _native_read(t, bs, offs)
+        assert got == (4, 4, 0, 0) and buf == data[5 * bs:6 * bs]
+
+
+def test_native_loop_counts_short_reads_at_eof(tmp_path):
+    path = tmp_path / "tail.bin"
+    path.write_bytes(os.urandom(5 * 4096 + 1000))  # the last block is partial
+    try:
+        t = open_target(path)
+    except BenchError as exc:
+        pytest.skip(f"O_DIRECT unavailable in the temp directory: {exc}")
+    with t:
+        bs = t.align
+        if bs != 4096:
+            pytest.skip(f"alignment {bs}: the partial tail is not a whole aligned read here")
+        got, buf = _native_read(t, bs, [4 * bs, 5 * bs, 6 * bs])
+        # full, then 1000 bytes (partial), then 0 bytes past the end: 2 short reads, no error
+        assert got == (3, 1, 2, 0)
+        assert buf[:1000] == path.read_bytes()[5 * bs:]
+        run = bench.timed_reads(t, bs, bench._listed_offsets([0, 4 * bs, 5 * bs, 6 * bs]),
+                                seconds=5)
+        assert run.ios == 2 and run.short_reads == 2 and run.bytes == 2 * bs
+
+
+def test_native_loop_reports_the_errno(data_file):
+    with open_target(data_file) as t:
+        # an O_DIRECT read at an unaligned offset fails with EINVAL: one clear line, no retry
+        with pytest.raises(BenchError, match=r"offset 1 failed: EINVAL \(Invalid argument\)"):
+            bench.timed_reads(t, t.align, bench._listed_offsets([0, 1, 0]), depth=1)
+        got, _ = _native_read(t, t.align, [0, 1, 0])
+        assert got == (1, 1, 0, errno.EINVAL)
+
+
+def test_offset_sources():
+    import numpy as np
+
+    bs, span = 4096, 4096 * 1000
+    # sequential: one stream, thread k of 3 takes positions k, k+3, ...; a later run continues
+    seq = bench._seq_offsets(0, span, bs)
+    chunks = [c(4) for c in seq(3)]
+    assert sorted(np.concatenate(chunks).tolist()) == [i * bs for i in range(12)]
+    assert chunks[1].tolist() == [bs, 4 * bs, 7 * bs, 10 * bs]
+    assert seq(1)[0](2).tolist() == [12 * bs, 13 * bs]
+    wrap = bench._seq_offsets(0, 3 * bs, bs)(1)[0](5)
+    assert wrap.tolist() == [0, bs, 2 * bs, 0, bs]
+    # random: aligned, in range, per-thread streams, never restarted by a later run
+    rnd = bench._rand_offsets(0, span, bs, 7)
+    a, b = (c(5000) for c in rnd(2))
+    assert (a % bs == 0).all() and a.min() >= 0 and a.max() < span
+    assert not np.array_equal(a, b)
+    again = rnd(2)[0](5000)
+    assert not np.array_equal(a, again)
+    # a list: each offset once, split across threads by position
+    lst = bench._listed_offsets([10, 20, 30, 40, 50])
+    t0, t1 = lst(2)
+    assert t0(10).tolist() == [10, 30, 50] and t1(1).tolist() == [20] and t1(5).tolist() == [40]
+    assert t1(5).size == 0
+    # interleaved streams: read i goes to stream i mod k, at that stream's next block
+    streams = bench._interleaved_streams(3, 100 * bs, bs)(1)[0]
+    assert streams(7).tolist() == [0, 100 * bs, 200 * bs, bs, 101 * bs, 201 * bs, 2 * bs]
+
+
+@pytest.mark.parametrize("depth", [1, 4])
+def test_timed_reads_threads_and_max_ios(data_file, depth):
+    with open_target(data_file) as t:
+        span = t.size // t.align * t.align
+        run = bench.timed_reads(t, t.align, bench._rand_offsets(0, span, t.align, 1),
+                                depth=depth, seconds=5, max_ios=3000)
+    # max_ios bounds each thread; chunks grow past the first, so this spans several chunks
+    assert run.ios == 3000 * depth and run.short_reads == 0 and run.threads == depth
+    assert (run.lat_ns > 0).all() and run.cpu_s >= 0
+
+
 def test_only_allowlisted_ioctls(data_file):
     with open_target(data_file) as t:
         with pytest.raises(KeyError):
