@@ -220,7 +220,17 @@ def test_native_loop_counts_short_reads_at_eof(tmp_path):
 
 
 def test_native_loop_reports_the_errno(data_file):
+    import mmap
+
     with open_target(data_file) as t:
+        probe = mmap.mmap(-1, t.align)
+        try:
+            os.preadv(t.fd, [probe], 1)
+            pytest.skip("this file system accepts unaligned O_DIRECT reads")
+        except OSError as exc:
+            assert exc.errno == errno.EINVAL
+        finally:
+            probe.close()
         # an O_DIRECT read at an unaligned offset fails with EINVAL: one clear line, no retry
         with pytest.raises(BenchError, match=r"offset 1 failed: EINVAL \(Invalid argument\)"):
             bench.timed_reads(t, t.align, bench._listed_offsets([0, 1, 0]), depth=1)
