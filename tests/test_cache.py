@@ -56,10 +56,10 @@ def _check_integrity(c: C.CacheState) -> None:
         e = int(meta[head])
         k = 0
         while e >= 0:
-            assert bool(c.flags[e] & C.F_GHOST) == flag_ghost
-            assert C.find(c, int(c.key[e])) == e
+            assert bool(C.flags(c, e) & C.F_GHOST) == flag_ghost
+            assert C.find(c, int(C.entry_key(c, e))) == e
             k += 1
-            e = int(c.nxt[e])
+            e = int(C.next_entry(c, e))
         assert k == meta[size]
         seen += k
     assert int((c.htab[0::2] >= 0).sum()) == seen
@@ -95,7 +95,7 @@ def test_prefetch_accounting_and_ghosts(cap, seed):
     keys = rng.integers(0, 3 * cap + 5, n).astype(np.int64)
     c = C.new_cache(cap * 512, 512)
     used, prefetched = _drive(c, ops, keys, np.arange(n, dtype=np.int64))
-    pf_resident = sum(1 for k in C.resident_keys(c) if c.flags[C.find(c, k)] & C.F_PF)
+    pf_resident = sum(1 for k in C.resident_keys(c) if C.flags(c, C.find(c, k)) & C.F_PF)
     assert pf_resident == c.meta[C.M_PF_RESIDENT]
     # every prefetched block is used, evicted unused, or still resident unused
     assert prefetched == used + c.meta[C.M_EVICT_UNUSED] + pf_resident
@@ -110,7 +110,7 @@ def test_ghost_is_remembered_and_dropped():
     C.insert(c, C.make_key(0, 3), 0, 2)  # evicts block 1 unused -> ghost
     assert c.meta[C.M_EVICT_UNUSED] == 1 and c.meta[C.M_NGHOST] == 1
     g = C.find(c, C.make_key(0, 1))
-    assert g >= 0 and c.flags[g] & C.F_GHOST and C.lookup(c, C.make_key(0, 1)) == -1
+    assert g >= 0 and C.flags(c, g) & C.F_GHOST and C.lookup(c, C.make_key(0, 1)) == -1
     C.insert(c, C.make_key(0, 1), 0, 3)  # re-read: the ghost goes, the block is resident
     assert c.meta[C.M_NGHOST] == 0 and C.lookup(c, C.make_key(0, 1)) >= 0
     _check_integrity(c)

@@ -304,7 +304,7 @@ def insert_block(c, f, b, stamp, d_lo, d_hi, ram, ctr, req):
         fl = C.F_PF
         ctr[C_PREFETCHED] += 1
         req[R_PF] += 1
-    elif C.find(c, key) >= 0:  # a ghost: this demand block's miss is an eviction's fault
+    elif C.ghost_of(c, key) >= 0:  # a ghost: this demand block's miss is an eviction's fault
         fl = C.F_WASGHOST
     if ram:
         fl |= C.F_RAM
@@ -369,9 +369,9 @@ def count_miss(c, e, f, b, fs, ctr, req):
     read ahead and evicted unused (a ghost, or re-read while a ghost), else the file's pending
     disruption, else ``short``."""
     if e >= 0:
-        ghost = (c.flags[e] & C.F_WASGHOST) != 0
+        ghost = (C.flags(c, e) & C.F_WASGHOST) != 0
     else:
-        ghost = C.find(c, C.make_key(f, b)) >= 0
+        ghost = C.ghost_of(c, C.make_key(f, b)) >= 0
     if ghost:
         cause = CAUSE_EVICTED
     elif fs[f, FS_DISRUPT] != 0:
@@ -385,11 +385,11 @@ def count_miss(c, e, f, b, fs, ctr, req):
         req[R_CAUSE] = cause
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline='always')
 def visit_resident(c, e, stamp, f, b, fs, ctr, req):
     """A demand read reaches resident entry ``e``: a hit unless this request itself read the
     block (then it is a miss); LRU touch; first use of a read-ahead block."""
-    if c.stamp[e] == stamp:
+    if C.stamp(c, e) == stamp:
         count_miss(c, e, f, b, fs, ctr, req)
     else:
         ctr[C_HITS] += 1
@@ -397,7 +397,7 @@ def visit_resident(c, e, stamp, f, b, fs, ctr, req):
     demand_use(c, e, ctr)
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline='always')
 def demand_use(c, e, ctr):
     """LRU touch and first use of read-ahead (no hit/miss accounting)."""
     if C.use(c, e):
@@ -443,16 +443,16 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, op
                 maxra = (eof_bytes >> bsh) - lbn
         if e >= 0:
             visit_resident(c, e, stamp, f, lbn, fs, ctr, req)
-            if seq == 0 or (c.flags[e] & C.F_RAM) == 0:
+            if seq == 0 or (C.flags(c, e) & C.F_RAM) == 0:
                 continue
-            c.flags[e] &= ~np.uint8(C.F_RAM)
+            C.clear_flag(c, e, C.F_RAM)
             i = 1
             while i < maxra:
                 e2 = C.lookup(c, C.make_key(f, lbn + i))
                 if e2 < 0:
                     break
                 if (i & rmask) == rmask or i == maxra - 1:  # racluster: a power of two
-                    c.flags[e2] |= np.uint8(C.F_RAM)
+                    C.set_flag(c, e2, C.F_RAM)
                 i += 1
             if i >= maxra:
                 continue

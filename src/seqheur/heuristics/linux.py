@@ -234,7 +234,7 @@ def linux_read(ctx, f, row, mx, ver, off, cnt):
             x = ctx[4]
             e = C.lookup(c, C.make_key(f, p))
             if e >= 0:
-                if c.stamp[e] == x[X_STAMP]:  # read by this request already
+                if C.stamp(c, e) == x[X_STAMP]:  # read by this request already
                     R.count_miss(c, e, f, p, ctx[5], ctx[1], ctx[2])
                 else:
                     ctx[1][R.C_HITS] += 1
@@ -247,8 +247,8 @@ def linux_read(ctx, f, row, mx, ver, off, cnt):
                 if e < 0:  # beyond the window (or evicted at once by a tiny cache)
                     _read(ctx, f, p, 1, -1, row, True)
                     e = C.lookup(c, C.make_key(f, p))
-            elif (c.flags[e] & C.F_RAM) != 0:
-                c.flags[e] &= ~np.uint8(C.F_RAM)
+            elif (C.flags(c, e) & C.F_RAM) != 0:
+                C.clear_flag(c, e, C.F_RAM)
                 ondemand(ctx, f, row, mx, ver, True, p, last - p)
                 e = C.lookup(c, C.make_key(f, p))
             if e >= 0:
