@@ -45,11 +45,74 @@ def write_perf_map(*dispatchers) -> int:
                 if addr:
                     rows.append((addr, fn.name))
     rows.sort()
+    dump = os.environ.get("SEQHEUR_PERF_DUMP")
     with open(f"/tmp/perf-{os.getpid()}.map", "w") as fh:
         for i, (addr, name) in enumerate(rows):
             size = rows[i + 1][0] - addr if i + 1 < len(rows) else 4096
             fh.write(f"{addr:x} {size:x} {name}\n")
+            if dump:
+                _dump_code(dump, addr, min(size, 1 << 16), name)
     return len(rows)
+
+
+def _dump_code(folder: str, addr: int, size: int, name: str) -> None:
+    """Copy a JIT function's machine code to ``folder`` for disassembly (perf cannot read it
+    after the process ends); only bytes inside one mapping of this process are read."""
+    import ctypes
+
+    with open("/proc/self/maps") as fh:
+        for line in fh:
+            lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+            if lo <= addr < hi:
+                size = min(size, hi - addr)
+                break
+        else:
+            return
+    with open(f"{folder}/{addr:x}.bin", "wb") as out:
+        out.write(ctypes.string_at(addr, size))
+    with open(f"{folder}/{addr:x}.name", "w") as out:
+        out.write(name)
+
+
+def annotate(data: str, dump: str, match: str, top: int) -> None:
+    """Print the hottest instructions of the JIT functions whose short name contains ``match``,
+    with their disassembly (objdump) and share of the function's samples."""
+    import collections
+    import glob
+
+    funcs = []
+    for bin_path in glob.glob(f"{dump}/*.bin"):
+        addr = int(Path(bin_path).stem, 16)
+        name = _short(Path(bin_path).with_suffix(".name").read_text())
+        if match in name:
+            funcs.append((addr, addr + Path(bin_path).stat().st_size, name, bin_path))
+    if not funcs:
+        print(f"no profiled function matches {match!r}")
+        return
+    out = subprocess.run(["perf", "script", "-i", data, "-F", "ip"], capture_output=True,
+                         text=True).stdout
+    ips = collections.Counter(int(x, 16) for x in out.split())
+    for lo, hi, name, bin_path in funcs:
+        hits = {ip: n for ip, n in ips.items() if lo <= ip < hi}
+        total = sum(hits.values())
+        if not total:
+            continue
+        asm = subprocess.run(["objdump", "-D", "-b", "binary", "-m", "i386:x86-64",
+                              f"--adjust-vma={lo:#x}", bin_path], capture_output=True,
+                             text=True).stdout
+        lines = [(int(ln.split(":")[0], 16), ln.split("\t", 2)[-1].strip())
+                 for ln in asm.splitlines() if ln[:1] == " " and ":" in ln.split()[0]]
+        print(f"\n{name}: {total} samples; hottest instructions (share of the function, with "
+              f"the 6 before each: a sample lands just after the instruction that stalled)")
+        index = {a: k for k, (a, _) in enumerate(lines)}
+        for ip, n in sorted(hits.items(), key=lambda kv: -kv[1])[:top]:
+            k = index.get(ip)
+            if k is None:
+                continue
+            print(f"  --- {100 * n / total:5.1f}%  at +{ip - lo:#x}")
+            for a, text in lines[max(0, k - 6):k + 1]:
+                mark = f"{100 * hits.get(a, 0) / total:5.1f}%" if hits.get(a) else "      "
+                print(f"   {mark} {a - lo:6x}  {text}")
 
 
 def _short(sym: str) -> str:
@@ -162,6 +225,8 @@ def main() -> int:
     ap.add_argument("--profile", default="ide-7200", help="disk profile, or 'none'")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--annotate", metavar="NAME", help="also show the hottest instructions of "
+                    "the kernels whose name contains NAME (e.g. replay, _evict_one)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -175,6 +240,9 @@ def main() -> int:
         os.mkfifo(ctl)
         env = dict(os.environ, NUMBA_CACHE_DIR=f"{tmp}/numba", SEQHEUR_CACHE_DIR=f"{tmp}/kernels",
                    SEQHEUR_PERF_CTL=ctl)
+        if args.annotate:
+            os.mkdir(f"{tmp}/code")
+            env["SEQHEUR_PERF_DUMP"] = f"{tmp}/code"
         data = f"{tmp}/perf.data"
         argv = [*sys.argv[1:], "--child"]
         rc = subprocess.call(["perf", "record", "-q", "-F", "2000", "-D", "-1",
@@ -184,6 +252,8 @@ def main() -> int:
             return rc
         rep = subprocess.run(["perf", "report", "-i", data, "--sort", "sym", "--stdio"],
                              capture_output=True, text=True).stdout
+        if args.annotate:
+            annotate(data, f"{tmp}/code", args.annotate, args.top)
     rows = []
     for line in rep.splitlines():
         line = line.strip()
