@@ -134,7 +134,7 @@ def test_write_parquet_with_summary(tmp_path):
     assert t.num_rows == 20
     assert {"seqcount", "slot_fresh", "prefetch_blocks", "hit_blocks", "miss_blocks",
             "cause"} <= set(t.column_names)
-    meta = json.loads(t.schema.metadata[b"seqheur.replay.summary"])
+    meta = json.loads(pq.read_metadata(out).metadata[b"seqheur.replay.summary"])
     assert meta["misses"] == r["misses"]
 
 
@@ -251,3 +251,47 @@ def test_cli_replay(tmp_path):
     assert d["requests"] == 256 and out.exists()
     bad = CliRunner().invoke(cli, ["replay", str(path), "--policy", "sometimes"])
     assert bad.exit_code == 1 and "unknown policy" in bad.output
+
+
+def test_requests_streamed_to_parquet_equal_the_kept_ones(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    import seqheur.replay as R
+
+    monkeypatch.setattr(R, "_STEP", 333)  # several steps, so several row groups and stamps
+    s = _interleaved(reorder=0.1)
+    kept = replay(s, "slowdown", "nfsheur:4x2", "auto", "512KiB", "ide-7200")
+    path = tmp_path / "out" / "r.parquet"
+    streamed = replay(s, "slowdown", "nfsheur:4x2", "auto", "512KiB", "ide-7200",
+                      requests_to=path)
+    assert streamed.requests is None and streamed.requests_path == path
+    assert streamed.to_dict() == kept.to_dict()
+    pf = pq.ParquetFile(path)
+    assert pf.metadata.num_row_groups == -(-len(s) // 333)
+    assert pl.read_parquet(path).equals(kept.requests)
+    meta = json.loads(pf.metadata.metadata[b"seqheur.replay.summary"])
+    assert meta["misses"] == kept["misses"] and meta["hits"] == kept["hits"]
+    assert sorted(p.name for p in path.parent.iterdir()) == ["r.parquet"]  # no temp file left
+    copy = streamed.write(tmp_path / "copy.parquet")
+    assert pl.read_parquet(copy).equals(kept.requests)
+    # and the stepping itself changes nothing: one step of everything gives the same result
+    monkeypatch.setattr(R, "_STEP", 1 << 22)
+    assert replay(s, "slowdown", "nfsheur:4x2", "auto", "512KiB", "ide-7200").requests.equals(
+        kept.requests)
+
+
+def test_streamed_requests_leave_nothing_on_error(tmp_path):
+    s = _interleaved()
+    other = ReadStream.from_arrays([0, 1, 2], [0, 0, 0], 8192)  # a foreign file numbering
+    path = tmp_path / "r.parquet"
+    with pytest.raises(Exception, match="file numbering"):
+        replay_chunks([s.slice(0, 100), other], "freebsd4", "freebsd4", requests_to=path,
+                      profile=None, file_sizes=observed_file_sizes(s))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_streamed_requests_of_an_empty_trace(tmp_path):
+    s = ReadStream.from_arrays(np.zeros(0, int), np.zeros(0, int), 8192)
+    r = replay(s, "freebsd4", "freebsd4", profile=None, requests_to=tmp_path / "e.parquet")
+    t = pl.read_parquet(r.requests_path)
+    assert t.height == 0 and "cause" in t.columns

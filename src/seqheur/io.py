@@ -29,16 +29,20 @@ _MAGIC = (
 )
 
 
-@contextlib.contextmanager
-def atomic_path(path: PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; on success rename it onto ``path``."""
-    target = Path(path)
+def _temp_beside(target: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     # mkstemp makes the file 0600; outputs get the usual mode (0666 less the umask)
     os.chmod(tmp, 0o666 & ~_umask())
-    tmp_path = Path(tmp)
+    return Path(tmp)
+
+
+@contextlib.contextmanager
+def atomic_path(path: PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success rename it onto ``path``."""
+    target = Path(path)
+    tmp_path = _temp_beside(target)
     try:
         yield tmp_path
         os.replace(tmp_path, target)
@@ -62,6 +66,45 @@ def write_parquet(table: pa.Table | Any, path: PathLike, *, compression: str = "
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression=compression)
     return Path(path)
+
+
+class ParquetSink:
+    """A Parquet file written table by table (bounded memory), atomically: the file appears at
+    ``path`` only when :meth:`close` succeeds; :meth:`abort` (or an error) leaves nothing."""
+
+    def __init__(self, path: PathLike, schema: pa.Schema, *, compression: str = "zstd") -> None:
+        import pyarrow.parquet as pq
+
+        self.path = Path(path)
+        self._tmp = _temp_beside(self.path)
+        try:
+            self._writer = pq.ParquetWriter(self._tmp, schema, compression=compression)
+        except BaseException:
+            self._tmp.unlink(missing_ok=True)
+            raise
+        self.rows = 0
+
+    def write(self, table: pa.Table) -> None:
+        self._writer.write_table(table)
+        self.rows += table.num_rows
+
+    def close(self, metadata: dict[bytes, bytes] | None = None) -> Path:
+        """Finish the file (``metadata``: key-value pairs for its footer) and rename it into
+        place."""
+        try:
+            if metadata:
+                self._writer.add_key_value_metadata(metadata)
+            self._writer.close()
+            os.replace(self._tmp, self.path)
+        finally:
+            self._tmp.unlink(missing_ok=True)
+        return self.path
+
+    def abort(self) -> None:
+        try:
+            self._writer.close()
+        finally:
+            self._tmp.unlink(missing_ok=True)
 
 
 def write_json(obj: Any, path: PathLike) -> Path:

@@ -46,6 +46,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import sys
 import types
 from dataclasses import dataclass
@@ -199,11 +200,13 @@ class ReplayResult:
     ``summary``: a one-row polars DataFrame with DESIGN.md's keys (and more), so results of a
     sweep concatenate. ``requests``: per-request polars DataFrame (``file``, ``offset``,
     ``count``, ``seqcount``, ``slot_fresh``, ``prefetch_blocks``, ``hit_blocks``,
-    ``miss_blocks``, ``cause``), or None when not kept.
+    ``miss_blocks``, ``cause``), or None when not kept or when they were streamed to the
+    Parquet file ``requests_path`` (``requests_to=``; load it with ``polars.scan_parquet``).
     """
 
     summary: Any
     requests: Any = None
+    requests_path: Path | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The summary row as a plain dict (JSON-ready: NaN/inf become None)."""
@@ -219,15 +222,29 @@ class ReplayResult:
         return self.to_dict()[key]
 
     def write(self, path: str | os.PathLike[str]) -> Path:
-        """Write the per-request table to Parquet (atomically), the summary in its metadata."""
-        from .io import write_parquet
+        """Write the per-request table to Parquet (atomically), the summary in the file's
+        key-value metadata (``pyarrow.parquet.read_metadata(path).metadata``)."""
+        from .io import ParquetSink, atomic_path
 
+        if self.requests is None and self.requests_path is not None:
+            if Path(path).resolve() != self.requests_path.resolve():
+                with atomic_path(path) as tmp:
+                    shutil.copyfile(self.requests_path, tmp)
+            return Path(path)
         if self.requests is None:
             raise SeqheurError("this replay kept no per-request columns (per_request=False)")
         table = self.requests.to_arrow()
-        meta = dict(table.schema.metadata or {})
-        meta[b"seqheur.replay.summary"] = self.to_json().encode()
-        return write_parquet(table.replace_schema_metadata(meta), path)
+        sink = ParquetSink(path, table.schema)
+        try:
+            sink.write(table)
+        except BaseException:
+            sink.abort()
+            raise
+        return sink.close(self.parquet_metadata())
+
+    def parquet_metadata(self) -> dict[bytes, bytes]:
+        """Key-value metadata of the per-request Parquet file: the summary as JSON."""
+        return {b"seqheur.replay.summary": self.to_json().encode()}
 
 
 # --------------------------------------------------------------------------------------------
@@ -273,6 +290,9 @@ class Replayer:
     this numbering). ``file_sizes``: bytes per file; the disk model lays files out with these
     sizes and (``clip_eof``) requests and read-ahead stop at a file's end. ``None``: no
     end-of-file clipping, and no disk layout, so it requires ``profile=None``.
+    ``requests_to``: a Parquet path; the per-request columns are written there step by step
+    (``_STEP`` requests at a time, so memory stays bounded however long the trace) instead of
+    being kept, and the file appears when :meth:`result` finishes it (:meth:`abort` drops it).
     """
 
     def __init__(self, file_ids: np.ndarray, *, detector: Any = "freebsd4",
@@ -280,7 +300,7 @@ class Replayer:
                  profile: Any = DEFAULT_PROFILE, file_sizes: np.ndarray | None = None,
                  reorder_window: int = DEFAULT_REORDER_WINDOW, layout: Any = None,
                  drive_cache: bool = True, per_request: bool = True,
-                 clip_eof: bool = True) -> None:
+                 clip_eof: bool = True, requests_to: str | os.PathLike[str] | None = None) -> None:
         from .detect import make_state
         from .heuristics.registry import parse_detector
         from .tables import parse_table
@@ -340,8 +360,10 @@ class Replayer:
             self.profile_name = self.disk.profile.name if hasattr(self.disk.profile, "name") else str(profile)
             self.place = self.disk.place(np.maximum(fsz, 1))
             self.dstate = self.disk.new_state()
-        self.per_request = per_request
+        self.requests_to = Path(requests_to) if requests_to is not None else None
+        self.per_request = per_request or self.requests_to is not None
         self._parts: list[dict[str, np.ndarray]] = []
+        self._sink: Any = None
         self._loop = _loop(self.spec.info, self.is_linux)
         self.base = 0
 
@@ -368,30 +390,49 @@ class Replayer:
                 self.room[0] = cap
                 self.ops = tuple(np.zeros(cap, np.int64) for _ in range(3))
         keep = self.per_request
-        m = n if keep else 0
-        out = {"seqcount": np.zeros(m, np.int16), "slot_fresh": np.zeros(m, np.bool_),
-               "prefetch_blocks": np.zeros(m, np.int32), "hit_blocks": np.zeros(m, np.int32),
-               "miss_blocks": np.zeros(m, np.int32), "cause": np.zeros(m, np.int8)}
         lo = 0
         while lo < n:
             hi = min(n, lo + _STEP)
-            i = lo
-            while i < hi:
-                i = self._loop(file, offset, count, time_ns, i, hi, self.base, self.tab,
-                               self.state, self.params, self.pol, self.cache, self.fs,
-                               self.fsize, self.ctr, self.req, self.ops, self.room, self.x, keep,
-                               out["seqcount"], out["slot_fresh"], out["prefetch_blocks"],
-                               out["hit_blocks"], out["miss_blocks"], out["cause"])
+            step = slice(lo, hi)
+            m = hi - lo if keep else 0
+            out = {"seqcount": np.zeros(m, np.int16), "slot_fresh": np.zeros(m, np.bool_),
+                   "prefetch_blocks": np.zeros(m, np.int32), "hit_blocks": np.zeros(m, np.int32),
+                   "miss_blocks": np.zeros(m, np.int32), "cause": np.zeros(m, np.int8)}
+            i = 0
+            while i < hi - lo:
+                i = self._loop(file[step], offset[step], count[step], time_ns[step], i, hi - lo,
+                               self.base + lo, self.tab, self.state, self.params, self.pol,
+                               self.cache, self.fs, self.fsize, self.ctr, self.req, self.ops,
+                               self.room, self.x, keep, out["seqcount"], out["slot_fresh"],
+                               out["prefetch_blocks"], out["hit_blocks"], out["miss_blocks"],
+                               out["cause"])
                 self._flush()
+            if keep:
+                out["file"] = file[step]
+                out["offset"] = offset[step]
+                out["count"] = count[step]
+                self._keep(out)
             if progress is not None:
                 progress(hi - lo)
             lo = hi
         self.base += n
-        if keep:
-            out["file"] = file
-            out["offset"] = offset
-            out["count"] = count
+
+    def _keep(self, out: dict[str, np.ndarray]) -> None:
+        if self.requests_to is None:
             self._parts.append(out)
+            return
+        table = _requests_frame([out]).to_arrow()
+        if self._sink is None:
+            from .io import ParquetSink
+
+            self._sink = ParquetSink(self.requests_to, table.schema)
+        self._sink.write(table)
+
+    def abort(self) -> None:
+        """Drop a per-request file being streamed (after an error)."""
+        if self._sink is not None:
+            self._sink.abort()
+            self._sink = None
 
     def _flush(self) -> None:
         k = int(self.ctr[R.C_NOPS])
@@ -473,10 +514,23 @@ class Replayer:
         for k in ("disk_positionings", "disk_cache_hits"):
             schema[k] = pl.Int64
         summary = pl.DataFrame([summ], schema=schema)
+        if self.requests_to is not None:
+            if self._sink is None:  # nothing fed: an empty file with the columns' types
+                self._keep(_empty_out())
+            path = self._sink.close(ReplayResult(summary).parquet_metadata())
+            self._sink = None
+            return ReplayResult(summary, None, path)
         requests = None
         if self.per_request:
             requests = _requests_frame(self._parts)
         return ReplayResult(summary, requests)
+
+
+def _empty_out() -> dict[str, np.ndarray]:
+    return {name: np.zeros(0, dtype) for name, dtype in (
+        ("file", np.int32), ("offset", np.int64), ("count", np.int32), ("seqcount", np.int16),
+        ("slot_fresh", np.bool_), ("prefetch_blocks", np.int32), ("hit_blocks", np.int32),
+        ("miss_blocks", np.int32), ("cause", np.int8))}
 
 
 def _requests_frame(parts: list[dict[str, np.ndarray]]) -> Any:
@@ -524,7 +578,8 @@ def replay(stream_or_table: Any, detector: Any = "freebsd4", table: Any = "freeb
            policy: Any = "auto", cache: Any = DEFAULT_CACHE, profile: Any = DEFAULT_PROFILE, *,
            file_sizes: Any = "observed", reorder_window: int = DEFAULT_REORDER_WINDOW,
            layout: Any = None, drive_cache: bool = True, per_request: bool = True,
-           clip_eof: bool = True, progress: bool = False) -> ReplayResult:
+           clip_eof: bool = True, progress: bool = False,
+           requests_to: str | os.PathLike[str] | None = None) -> ReplayResult:
     """Replay a trace and score its read-ahead (see the module docstring).
 
     ``stream_or_table``: a ReadStream, a request table (Arrow/polars) or a trace path.
@@ -535,7 +590,9 @@ def replay(stream_or_table: Any, detector: Any = "freebsd4", table: Any = "freeb
     read per file), an int64 array per dense file index, or None (no end-of-file clipping; needs
     ``profile=None``); they lay the files out on the disk and, with ``clip_eof``, end requests
     and read-ahead. ``reorder_window``: bytes around the expected offset that make a READ
-    ``reordered`` rather than ``nonsequential``. ``per_request=False`` keeps only the summary.
+    ``reordered`` rather than ``nonsequential``. ``per_request=False`` keeps only the summary;
+    ``requests_to=PATH`` streams the per-request columns to a Parquet file (summary in its
+    metadata) instead of keeping them in memory.
 
     >>> r = replay(ReadStream.from_arrays([0] * 8, range(0, 65536, 8192), 8192), "always",
     ...            "ideal", "fixed:1", profile=None)
@@ -549,16 +606,20 @@ def replay(stream_or_table: Any, detector: Any = "freebsd4", table: Any = "freeb
     rp = Replayer(stream.file_ids, detector=detector, table=table, policy=policy, cache=cache,
                   profile=profile, file_sizes=sizes, reorder_window=reorder_window,
                   layout=layout, drive_cache=drive_cache, per_request=per_request,
-                  clip_eof=clip_eof)
-    if progress and len(stream) > _STEP:
-        from rich.progress import Progress
+                  clip_eof=clip_eof, requests_to=requests_to)
+    try:
+        if progress and len(stream) > _STEP:
+            from rich.progress import Progress
 
-        with Progress(transient=True) as bar:
-            task = bar.add_task(f"replay {rp.spec.spec}", total=len(stream))
-            rp.feed(stream, progress=lambda k: bar.advance(task, k))
-    else:
-        rp.feed(stream)
-    return rp.result()
+            with Progress(transient=True) as bar:
+                task = bar.add_task(f"replay {rp.spec.spec}", total=len(stream))
+                rp.feed(stream, progress=lambda k: bar.advance(task, k))
+        else:
+            rp.feed(stream)
+        return rp.result()
+    except BaseException:
+        rp.abort()
+        raise
 
 
 def replay_chunks(chunks: Iterable[ReadStream], detector: Any = "freebsd4",
@@ -566,21 +627,29 @@ def replay_chunks(chunks: Iterable[ReadStream], detector: Any = "freebsd4",
                   profile: Any = DEFAULT_PROFILE, *, file_sizes: np.ndarray | None = None,
                   reorder_window: int = DEFAULT_REORDER_WINDOW, layout: Any = None,
                   drive_cache: bool = True, per_request: bool = True,
-                  clip_eof: bool = True) -> ReplayResult:
+                  clip_eof: bool = True,
+                  requests_to: str | os.PathLike[str] | None = None) -> ReplayResult:
     """Replay consecutive chunks of one trace; equal to :func:`replay` of their concatenation
-    given the same ``file_sizes`` (chunks must share the file numbering)."""
+    given the same ``file_sizes`` (chunks must share the file numbering). With
+    ``requests_to`` the per-request columns go to that Parquet file chunk by chunk, so memory
+    stays bounded by the chunk size."""
     rp: Replayer | None = None
-    for chunk in chunks:
+    try:
+        for chunk in chunks:
+            if rp is None:
+                rp = Replayer(chunk.file_ids, detector=detector, table=table, policy=policy,
+                              cache=cache, profile=profile, file_sizes=file_sizes,
+                              reorder_window=reorder_window, layout=layout,
+                              drive_cache=drive_cache, per_request=per_request,
+                              clip_eof=clip_eof, requests_to=requests_to)
+            rp.feed(chunk)
         if rp is None:
-            rp = Replayer(chunk.file_ids, detector=detector, table=table, policy=policy,
-                          cache=cache, profile=profile, file_sizes=file_sizes,
-                          reorder_window=reorder_window, layout=layout,
-                          drive_cache=drive_cache, per_request=per_request,
-                          clip_eof=clip_eof)
-        rp.feed(chunk)
-    if rp is None:
-        raise SeqheurError("replay_chunks got no chunks")
-    return rp.result()
+            raise SeqheurError("replay_chunks got no chunks")
+        return rp.result()
+    except BaseException:
+        if rp is not None:
+            rp.abort()
+        raise
 
 
 class _CallableModule(types.ModuleType):
