@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .streams import ReadStream, scan_reads
+from .streams import STREAM_COLUMNS, ReadStream, scan_reads
 
 
 def _numbering(tables) -> tuple[np.ndarray, np.ndarray]:
@@ -26,6 +26,7 @@ def _numbering(tables) -> tuple[np.ndarray, np.ndarray]:
         file_ids = chunk.file_ids
         sizes = np.pad(sizes, (0, len(file_ids) - len(sizes)))
         np.maximum.at(sizes, chunk.file.astype(np.int64), chunk.offset + chunk.count.astype(np.int64))
+        del chunk  # not alive while the next part is read
     return file_ids, sizes
 
 
@@ -34,8 +35,11 @@ def dataset_chunks(path: str | os.PathLike[str], chunk_rows: int = 1 << 22
     """(file_ids, file_sizes, chunks) of a dataset: chunks share the whole trace's numbering."""
     from .ingest.dataset import scan_dataset
 
-    file_ids, sizes = _numbering(scan_dataset(path))
-    return file_ids, sizes, scan_reads(scan_dataset(path), chunk_rows=chunk_rows, file_ids=file_ids)
+    def parts():  # the READ rows and stream columns only: memory follows the READs
+        return scan_dataset(path, columns=STREAM_COLUMNS, ops=("read",))
+
+    file_ids, sizes = _numbering(parts())
+    return file_ids, sizes, scan_reads(parts(), chunk_rows=chunk_rows, file_ids=file_ids)
 
 
 def replay_dataset(path: str | os.PathLike[str], chunk_rows: int = 1 << 22, **kw: Any):

@@ -643,6 +643,7 @@ def replay_chunks(chunks: Iterable[ReadStream], detector: Any = "freebsd4",
                               drive_cache=drive_cache, per_request=per_request,
                               clip_eof=clip_eof, requests_to=requests_to)
             rp.feed(chunk)
+            del chunk  # not alive while the next one is read
         if rp is None:
             raise SeqheurError("replay_chunks got no chunks")
         return rp.result()

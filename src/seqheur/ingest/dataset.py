@@ -126,20 +126,40 @@ def _groups(parts: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return groups
 
 
-def scan_dataset(path: str | os.PathLike[str]) -> Iterator[pa.Table]:
-    """The dataset's request tables in time order, one group of overlapping parts at a time."""
+def scan_dataset(path: str | os.PathLike[str], columns: Sequence[str] | None = None,
+                 ops: Sequence[str] | None = None) -> Iterator[pa.Table]:
+    """The dataset's request tables in time order, one group of overlapping parts at a time.
+
+    ``columns`` (must include ``time``) and ``ops`` read only those columns and the rows of
+    those ops: a replay needs six of the request table's columns and its READ rows, a small
+    share of the bytes of a part (memory follows what is read).
+    """
     import pyarrow.parquet as pq
 
-    from ..schema import conform
+    from ..schema import REQUEST_SCHEMA, conform
 
     root = Path(path)
     manifest = read_manifest(root)
+    if columns is not None and "time" not in columns:
+        raise SeqheurError("scan_dataset: columns must include 'time' (parts are merged by it)")
+    subset = None if columns is None else pa.schema([REQUEST_SCHEMA.field(c) for c in columns])
+    filters = None if ops is None else [("op", "in", list(ops))]
+
+    def load(part: str) -> pa.Table:
+        if subset is None and filters is None:
+            return conform(pq.read_table(root / part))
+        table = pq.read_table(root / part, columns=list(subset.names) if subset else None,
+                              filters=filters)
+        return table.cast(subset) if subset is not None else conform(table)
+
     for group in _groups(manifest["parts"]):
-        tables = [conform(pq.read_table(root / p["part"])) for p in group]
+        tables = [load(p["part"]) for p in group]
         table = concat_request_tables(tables)
         if len(group) > 1:
             table = table.take(pc.sort_indices(table, sort_keys=[("time", "ascending")]))
+        del tables
         yield table
+        del table  # before the next group is read: one group in memory at a time
 
 
 def read_dataset(path: str | os.PathLike[str]) -> tuple[pa.Table, IngestReport]:
