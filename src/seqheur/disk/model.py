@@ -346,17 +346,18 @@ def _piece(addr, ln, first, state, ip, fp, seek_d, seek_t, zone_start, zone_rate
         best = state[S_HDR + 2 * nseg]
         for s in range(nseg):
             st = state[S_HDR + s]
-            if st < 0:
-                if empty < 0:
-                    empty = s
-                continue
-            # non-short-circuit &: one rarely-taken branch instead of two unpredictable ones
-            if (st <= addr) & (end <= state[S_HDR + nseg + s]):
+            # "filled (st >= 0) and st <= addr and end <= segment end" as one sign test: one
+            # rarely taken branch (LLVM turns a non-short-circuit & back into two, and
+            # st <= addr is a coin flip per segment)
+            if (st | (addr - st) | (state[S_HDR + nseg + s] - end)) >= 0:
                 state[S_HDR + 2 * nseg + s] = tick
                 t = hitover + bus
                 _advance(state, nseg, segbytes, t, zone_start, zone_rate)
                 return t, HIT
-            if state[S_HDR + 2 * nseg + s] < best:
+            if st < 0:
+                if empty < 0:
+                    empty = s
+            elif state[S_HDR + 2 * nseg + s] < best:
                 best = state[S_HDR + 2 * nseg + s]
                 lru = s
         victim = empty if empty >= 0 else lru
