@@ -65,7 +65,11 @@ kernels; sampling starts after the warm-up). What it found so far, and what was 
   what the next one will touch (the new tail's predecessor and hash line). Full replay 1.18x,
   without the disk model 1.21x, read-ahead off 1.27x. Prefetching the hash lines of a whole
   read-ahead cluster before scanning it, or the next request's entry record as a second stage,
-  measured no better (0.95-1.06x) and were left out. The full pipeline is still ~4x short of
+  measured no better (0.95-1.06x) and were left out, as did a hash that gives 8 consecutive
+  blocks of a file neighbouring slots (0.87-0.91x: longer probe runs). In the disk model, the
+  drive-cache segment scan mispredicted on `start <= addr` (a coin flip per segment); one sign
+  test over `start | (addr - start) | (segment end - end)` made the full replay 1.08x (the
+  configurations without the disk model, run alongside, 1.00x). The full pipeline is still ~4x short of
   the replay target: detector and table cost ~10 ns a request, the bare LRU ~30 ns an access,
   the disk model ~150 ns a disk read, and the bookkeeping that attributes causes, counts
   read-ahead use and records disk reads the rest.
