@@ -37,7 +37,9 @@ streams that share one file numbering (``ReadStream.slice``) and the result equa
 replay of their concatenation. :func:`replay_chunks` does that for an iterable.
 
 The loop is generated per detector with :func:`seqheur.heuristics._kernel.specialize` and
-cached on disk, keyed by the sources of every module it inlines.
+cached on disk, keyed by the sources of every module it inlines. It starts loading the cache's
+hash line for the request ``_AHEAD`` places ahead (the trace says which block comes next): the
+first probe of a block not touched for a while is otherwise the loop's largest stall.
 """
 
 from __future__ import annotations
@@ -66,7 +68,8 @@ DEFAULT_CACHE = "256MiB"
 DEFAULT_PROFILE = "ide-7200"
 DEFAULT_REORDER_WINDOW = 65536  # Ellard & Seltzer's SlowDown window, "within 64k" (paper §6.2)
 _STEP = 1 << 22  # requests per progress step
-_AHEAD = 8  # requests between a hash-line prefetch and its use (4 and 8 measured alike)
+_AHEAD = 8  # requests between the prefetch of a request's hash line and its probe (4 and 8
+# measured alike; docs/performance.md)
 _OPS_CAP = 1 << 20  # disk reads buffered before they go to the disk model
 
 SUMMARY_KEYS = (
@@ -80,11 +83,11 @@ _FREEBSD_TEMPLATE = '''
 # deps __DEPS__
 from numba import njit
 from seqheur.tables import table_lookup
-
-_AHEAD = __AHEAD__
 from seqheur.readahead import (serve_request, C_NOPS, C_FRESH, C_EJECTIONS, P_BSIZE, P_BSHIFT,
                                R_PF, R_HIT, R_MISS, R_CAUSE)
 from seqheur.cache import prefetch_key, make_key
+
+_AHEAD = __AHEAD__
 
 
 @njit(cache=__CACHE__, nogil=True, _nrt=False)
@@ -123,12 +126,12 @@ _LINUX_TEMPLATE = '''
 # deps __DEPS__
 from numba import njit
 from seqheur.tables import table_lookup
-
-_AHEAD = __AHEAD__
 from seqheur.readahead import (C_NOPS, C_FRESH, C_EJECTIONS, P_BSIZE, P_BSHIFT, R_PF, R_HIT,
                                R_MISS, R_CAUSE)
 from seqheur.cache import prefetch_key, make_key
 from seqheur.heuristics.linux import serve_linux
+
+_AHEAD = __AHEAD__
 
 
 @njit(cache=__CACHE__, nogil=True, _nrt=False)
@@ -182,7 +185,8 @@ def _loop(info: Any, is_linux: bool) -> Any:
     key = (info.name, "linux" if is_linux else "det", id(info.update))
     loop = _LOOPS.get(key)
     if loop is None:
-        template = (_LINUX_TEMPLATE if is_linux else _FREEBSD_TEMPLATE).replace("__DEPS__", _deps_digest()).replace("__AHEAD__", str(_AHEAD))
+        template = (_LINUX_TEMPLATE if is_linux else _FREEBSD_TEMPLATE)
+        template = template.replace("__DEPS__", _deps_digest()).replace("__AHEAD__", str(_AHEAD))
         bindings = {"_reset": info.reset} if is_linux else {"_reset": info.reset, "_update": info.update}
         loop = specialize(template, bindings, f"replay_{info.name}")
         _LOOPS[key] = loop
