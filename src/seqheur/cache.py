@@ -113,10 +113,6 @@ def new_cache(capacity_bytes: int, block_size: int) -> CacheState:
     return CacheState(meta, ent, np.full(2 << bits, -1, np.int64))
 
 
-def copy_cache(c: CacheState) -> CacheState:
-    return CacheState(*(a.copy() for a in c))
-
-
 def parse_size(text: str | int) -> int:
     """Bytes from ``256MiB``, ``64k``, ``1G``, ``4096`` (binary units; k/M/G = KiB/MiB/GiB)."""
     if isinstance(text, (int, np.integer)):

@@ -72,6 +72,13 @@ _AHEAD = 8  # requests between the prefetch of a request's hash line and its pro
 # measured alike; docs/performance.md)
 _OPS_CAP = 1 << 20  # disk reads buffered before they go to the disk model
 
+# per-request columns (name, dtype): the stream's three, then the loop's results
+_REQUEST_COLUMNS = (("file", np.int32), ("offset", np.int64), ("count", np.int32),
+                    ("seqcount", np.int16), ("slot_fresh", np.bool_),
+                    ("prefetch_blocks", np.int32), ("hit_blocks", np.int32),
+                    ("miss_blocks", np.int32), ("cause", np.int8))
+_LOOP_COLUMNS = _REQUEST_COLUMNS[3:]
+
 SUMMARY_KEYS = (
     "detector", "table", "policy", "cache", "profile", "requests", "demand_blocks", "hits",
     "misses", "prefetched", "prefetch_used", "prefetch_wasted", "coverage", "accuracy",
@@ -399,9 +406,7 @@ class Replayer:
             hi = min(n, lo + _STEP)
             step = slice(lo, hi)
             m = hi - lo if keep else 0
-            out = {"seqcount": np.zeros(m, np.int16), "slot_fresh": np.zeros(m, np.bool_),
-                   "prefetch_blocks": np.zeros(m, np.int32), "hit_blocks": np.zeros(m, np.int32),
-                   "miss_blocks": np.zeros(m, np.int32), "cause": np.zeros(m, np.int8)}
+            out = {name: np.zeros(m, dtype) for name, dtype in _LOOP_COLUMNS}
             i = 0
             while i < hi - lo:
                 i = self._loop(file[step], offset[step], count[step], time_ns[step], i, hi - lo,
@@ -520,7 +525,7 @@ class Replayer:
         summary = pl.DataFrame([summ], schema=schema)
         if self.requests_to is not None:
             if self._sink is None:  # nothing fed: an empty file with the columns' types
-                self._keep(_empty_out())
+                self._keep({name: np.zeros(0, dtype) for name, dtype in _REQUEST_COLUMNS})
             path = self._sink.close(ReplayResult(summary).parquet_metadata())
             self._sink = None
             return ReplayResult(summary, None, path)
@@ -528,13 +533,6 @@ class Replayer:
         if self.per_request:
             requests = _requests_frame(self._parts)
         return ReplayResult(summary, requests)
-
-
-def _empty_out() -> dict[str, np.ndarray]:
-    return {name: np.zeros(0, dtype) for name, dtype in (
-        ("file", np.int32), ("offset", np.int64), ("count", np.int32), ("seqcount", np.int16),
-        ("slot_fresh", np.bool_), ("prefetch_blocks", np.int32), ("hit_blocks", np.int32),
-        ("miss_blocks", np.int32), ("cause", np.int8))}
 
 
 def _requests_frame(parts: list[dict[str, np.ndarray]]) -> Any:
@@ -545,21 +543,11 @@ def _requests_frame(parts: list[dict[str, np.ndarray]]) -> Any:
             return np.zeros(0, dtype)
         return np.concatenate([p[name] for p in parts]).astype(dtype, copy=False)
 
-    codes = cat("cause", np.int8)
-    cause = pl.Series("cause", codes).replace_strict(
+    columns: dict[str, Any] = {name: cat(name, dtype) for name, dtype in _REQUEST_COLUMNS}
+    columns["cause"] = pl.Series("cause", columns["cause"]).replace_strict(
         {k + 1: name for k, name in enumerate(R.CAUSES)}, default=None,
         return_dtype=pl.Enum(list(R.CAUSES)))
-    return pl.DataFrame({
-        "file": cat("file", np.int32),
-        "offset": cat("offset", np.int64),
-        "count": cat("count", np.int32),
-        "seqcount": cat("seqcount", np.int16),
-        "slot_fresh": cat("slot_fresh", np.bool_),
-        "prefetch_blocks": cat("prefetch_blocks", np.int32),
-        "hit_blocks": cat("hit_blocks", np.int32),
-        "miss_blocks": cat("miss_blocks", np.int32),
-        "cause": cause,
-    })
+    return pl.DataFrame(columns)
 
 
 # --------------------------------------------------------------------------------------------

@@ -136,6 +136,11 @@ def _to_arrow(value: Any, typ: pa.DataType | None) -> pa.Array:
     return arr
 
 
+def request_subschema(columns: Iterable[str]) -> pa.Schema:
+    """The request schema's fields ``columns``, in that order (to read or cast a projection)."""
+    return pa.schema([REQUEST_SCHEMA.field(c) for c in columns])
+
+
 def empty_request_table() -> pa.Table:
     return REQUEST_SCHEMA.empty_table()
 

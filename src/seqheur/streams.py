@@ -59,16 +59,11 @@ class ReadStream:
                     count: Sequence[int] | np.ndarray | int,
                     time_ns: Sequence[int] | np.ndarray | None = None) -> "ReadStream":
         """A stream from plain arrays (files given as any integers, renumbered densely)."""
-        f = np.asarray(file)
-        uniq, first = np.unique(f, return_index=True)
-        order = np.argsort(first, kind="stable")
-        dense_of = np.empty(len(uniq), np.int32)
-        dense_of[order] = np.arange(len(uniq), dtype=np.int32)
-        dense = dense_of[np.searchsorted(uniq, f)] if len(f) else np.zeros(0, np.int32)
+        dense, ids = dense_index(np.asarray(file))
         off = np.asarray(offset, dtype=np.int64)
         cnt = np.broadcast_to(np.asarray(count, dtype=np.int32), off.shape).copy()
         t = np.arange(len(off), dtype=np.int64) if time_ns is None else np.asarray(time_ns, np.int64)
-        return cls(t, dense.astype(np.int32), off, cnt, uniq[order].astype(np.uint64))
+        return cls(t, dense, off, cnt, ids.astype(np.uint64))
 
 
 #: The request-table columns a read stream is built from.
@@ -94,7 +89,7 @@ def _read_parquet_ops(path: Any, ops: Sequence[str]) -> pa.Table | None:
     not one (``read_trace`` then reads it, or names the problem)."""
     import pyarrow.dataset as ds
 
-    from .schema import COLUMNS, REQUEST_SCHEMA
+    from .schema import COLUMNS, request_subschema
 
     try:
         dataset = ds.dataset(path, format="parquet")
@@ -105,7 +100,7 @@ def _read_parquet_ops(path: Any, ops: Sequence[str]) -> pa.Table | None:
     except (pa.ArrowInvalid, OSError):
         return None  # not Parquet (another format, compressed, or damaged)
     try:
-        return table.cast(pa.schema([REQUEST_SCHEMA.field(c) for c in STREAM_COLUMNS]))
+        return table.cast(request_subschema(STREAM_COLUMNS))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise SeqheurError(f"{path}: not a request table ({exc})") from None
 
@@ -130,7 +125,6 @@ def reads(table: pa.Table | Any, ops: Sequence[str] = ("read",), order: str = "s
     sub = table.select(list(STREAM_COLUMNS))
     if not pc.all(mask).as_py():
         sub = sub.filter(mask)
-    del table, mask
     # Each column is taken out of Arrow, converted and permuted one at a time, and no copy is
     # made where the type already fits: peak memory is what limits the size of a trace (or of
     # a dataset part, out of core) that can be replayed.

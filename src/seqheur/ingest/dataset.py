@@ -136,21 +136,19 @@ def scan_dataset(path: str | os.PathLike[str], columns: Sequence[str] | None = N
     """
     import pyarrow.parquet as pq
 
-    from ..schema import REQUEST_SCHEMA, conform
+    from ..schema import conform, request_subschema
 
     root = Path(path)
     manifest = read_manifest(root)
     if columns is not None and "time" not in columns:
         raise SeqheurError("scan_dataset: columns must include 'time' (parts are merged by it)")
-    subset = None if columns is None else pa.schema([REQUEST_SCHEMA.field(c) for c in columns])
+    subset = None if columns is None else request_subschema(columns)
     filters = None if ops is None else [("op", "in", list(ops))]
 
     def load(part: str) -> pa.Table:
-        if subset is None and filters is None:
-            return conform(pq.read_table(root / part))
-        table = pq.read_table(root / part, columns=list(subset.names) if subset else None,
+        table = pq.read_table(root / part, columns=None if subset is None else subset.names,
                               filters=filters)
-        return table.cast(subset) if subset is not None else conform(table)
+        return conform(table) if subset is None else table.cast(subset)
 
     for group in _groups(manifest["parts"]):
         tables = [load(p["part"]) for p in group]
