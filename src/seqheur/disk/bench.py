@@ -28,7 +28,6 @@ Rules (spec/disk-bench.md §2, §3, §4, §6, §11, §12):
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import datetime as _dt
 import errno
 import fcntl
@@ -108,10 +107,10 @@ def _ioctl(fd: int, request: int) -> int:
 
 @functools.lru_cache(maxsize=1)
 def _libc() -> Any:
-    # without a findable libc name (no ldconfig, musl), the symbols the process already has
-    name = ctypes.util.find_library("c")
+    # the symbols the process already has (libc among them), as lab.proc does: no ldconfig
+    # subprocess to find a library name
     try:
-        return ctypes.CDLL(name, use_errno=True)
+        return ctypes.CDLL(None, use_errno=True)
     except OSError:
         return None
 
@@ -290,9 +289,8 @@ class Run:
         return self.cpu_frac >= 0.8 * min(self.threads, os.cpu_count() or 1)
 
 
-def _buffer(size: int) -> tuple[mmap.mmap, memoryview]:
-    buf = mmap.mmap(-1, max(size, mmap.PAGESIZE))  # anonymous mapping: page aligned
-    return buf, memoryview(buf)
+def _buffer(size: int) -> mmap.mmap:
+    return mmap.mmap(-1, max(size, mmap.PAGESIZE))  # anonymous mapping: page aligned
 
 
 # -- where the reads go ------------------------------------------------------------------------
@@ -450,7 +448,7 @@ def _native_reads(t: Target, bs: int, take: OffsetChunks, deadline_ns: int,
     """One thread's reads: :func:`_read_loop` over chunk after chunk of offsets, the GIL held
     only between chunks. Returns (latencies of full reads, short reads, reads done)."""
     pread, clock_gettime, errno_location = _native_calls()
-    mm = mmap.mmap(-1, max(bs, mmap.PAGESIZE))  # anonymous mapping: page aligned
+    mm = _buffer(bs)
     buf = np.frombuffer(mm, dtype=np.uint8)
     ts = np.zeros(2, dtype=np.int64)
     lats: list[np.ndarray] = []
@@ -530,9 +528,8 @@ def timed_reads(t: Target, bs: int, offsets: OffsetSource, *, depth: int = 1,
         if isinstance(exc, OSError):
             raise BenchError(f"{t.path}: read failed: {exc.strerror} (size {bs})") from None
         raise exc
-    done = [r for r in results if r is not None]
-    lat = np.concatenate([r[0] for r in done])
-    short = sum(r[1] for r in done)
+    lat = np.concatenate([r[0] for r in results])  # every worker filled its slot: no error
+    short = sum(r[1] for r in results)
     return Run(lat_ns=lat, wall_s=wall, cpu_s=(c1.user - c0.user) + (c1.system - c0.system),
                bytes=int(lat.size) * bs, short_reads=short, threads=1 if backend == "aio" else depth)
 
@@ -578,7 +575,7 @@ def _aio_reads(t: Target, bs: int, nxt: Callable[[], int], depth: int, deadline_
     ctx = ctypes.c_ulong(0)
     if syscall(nr_setup, ctypes.c_uint(depth), ctypes.byref(ctx)) != 0:
         raise BenchError(f"{t.path}: io_setup failed: {os.strerror(ctypes.get_errno())}")
-    bufs = [mmap.mmap(-1, max(bs, mmap.PAGESIZE)) for _ in range(depth)]
+    bufs = [_buffer(bs) for _ in range(depth)]
     cbufs = [ctypes.c_char.from_buffer(b) for b in bufs]
     iocbs = (_IOCB * depth)()
     ptrs = (ctypes.POINTER(_IOCB) * depth)()
@@ -846,7 +843,8 @@ def _seek(t: Target, span: int, bs: int, cfg: BenchConfig, rng: random.Random,
         d *= 4
     per = seconds / max(1, len(dists))
     samples: dict[int, list[list[int]]] = {d: [] for d in dists}
-    buf, view = _buffer(bs)
+    buf = _buffer(bs)
+    view = memoryview(buf)
     try:
         for rep in range(cfg.reps):
             for d in dists:
@@ -923,7 +921,8 @@ def _idle_gaps(t: Target, span: int, bs: int, cfg: BenchConfig, rng: random.Rand
     and on the reference VM a 100 ms gap doubled the latency (spec §6.1). Gaps interleaved."""
     lat: dict[float, list[int]] = {g: [] for g in IDLE_GAPS}
     per_gap = seconds / len(IDLE_GAPS)
-    buf, view = _buffer(bs)
+    buf = _buffer(bs)
+    view = memoryview(buf)
     try:
         for _ in range(cfg.reps):
             for g in IDLE_GAPS:
