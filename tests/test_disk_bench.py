@@ -163,6 +163,15 @@ def test_aio_backend_reads_full_blocks(data_file, pattern):
     assert run.threads == 1 and run.mbps > 0
 
 
+@pytest.mark.skipif(not bench.aio_available(), reason="native AIO syscalls not mapped here")
+def test_aio_backend_stops_when_a_finite_source_runs_out(data_file):
+    with open_target(data_file) as t:
+        offs = [k * t.align * 16 for k in range(11)]  # fewer than the deadline would allow
+        run = bench.timed_reads(t, t.align, bench._listed_offsets(offs), depth=4, seconds=5,
+                                backend="aio")
+    assert run.ios == 11 and run.short_reads == 0
+
+
 def _native_read(t, bs: int, offsets: list[int]) -> tuple[tuple[int, int, int, int], bytes]:
     """One call of the native loop over ``offsets``: its counts and the buffer it left."""
     import mmap

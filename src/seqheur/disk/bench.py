@@ -46,7 +46,7 @@ import warnings
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 from numba import njit
@@ -510,7 +510,7 @@ def timed_reads(t: Target, bs: int, offsets: OffsetSource, *, depth: int = 1,
     deadline_ns = _now_ns() + int(seconds * 1e9)
     if backend == "aio":
         try:
-            results[0] = _aio_reads(t, bs, _one_by_one(chunkers[0]), depth, deadline_ns, max_ios)
+            results[0] = _aio_reads(t, bs, chunkers[0], depth, deadline_ns, max_ios)
         except OSError as exc:
             errors.append(exc)
     elif depth == 1:
@@ -534,16 +534,6 @@ def timed_reads(t: Target, bs: int, offsets: OffsetSource, *, depth: int = 1,
                bytes=int(lat.size) * bs, short_reads=short, threads=1 if backend == "aio" else depth)
 
 
-def _one_by_one(take: OffsetChunks) -> Callable[[], int]:
-    def gen() -> Iterator[int]:
-        while True:
-            chunk = take(4096)
-            if chunk.size == 0:
-                return
-            yield from chunk.tolist()
-    return gen().__next__
-
-
 # -- Linux native AIO through raw syscalls (spec §4.2): one thread, QD reads in flight ---------
 _AIO_NR = {"x86_64": (206, 207, 208, 209), "aarch64": (0, 1, 4, 2)}  # setup destroy getevents submit
 IOCB_CMD_PREAD = 0
@@ -565,9 +555,10 @@ def aio_available() -> bool:
     return platform.machine() in _AIO_NR and _libc() is not None
 
 
-def _aio_reads(t: Target, bs: int, nxt: Callable[[], int], depth: int, deadline_ns: int,
+def _aio_reads(t: Target, bs: int, take: OffsetChunks, depth: int, deadline_ns: int,
                max_ios: int | None) -> tuple[np.ndarray, int, int]:
-    """Keep ``depth`` O_DIRECT reads in flight from one thread; latency = submit to reap."""
+    """Keep ``depth`` O_DIRECT reads in flight from one thread; latency = submit to reap. Stops
+    at the deadline, after ``max_ios`` reads, or when ``take`` runs out of offsets."""
     libc = _libc()
     nr_setup, nr_destroy, nr_getevents, nr_submit = _AIO_NR[platform.machine()]
     syscall = libc.syscall
@@ -583,24 +574,27 @@ def _aio_reads(t: Target, bs: int, nxt: Callable[[], int], depth: int, deadline_
     start = [0] * depth
     lat = array("q")
     short = done = inflight = 0
-    clock = time.perf_counter_ns
+    clock = _now_ns  # the deadline's clock
 
-    def submit(slots: list[int]) -> None:
+    def submit(slots: list[int]) -> bool:
+        """Submit a read into each slot; False when the offsets ran out."""
         nonlocal inflight
-        for j, k in enumerate(slots):
+        offs = take(len(slots)).tolist()
+        for j, (k, off) in enumerate(zip(slots, offs)):
             cb = iocbs[k]
             cb.data, cb.opcode, cb.fildes = k, IOCB_CMD_PREAD, t.fd
-            cb.buf, cb.nbytes, cb.offset = ctypes.addressof(cbufs[k]), bs, nxt()
+            cb.buf, cb.nbytes, cb.offset = ctypes.addressof(cbufs[k]), bs, off
             ptrs[j] = ctypes.pointer(cb)
             start[k] = clock()
-        got = syscall(nr_submit, ctx, ctypes.c_long(len(slots)), ptrs)
-        if got != len(slots):
-            raise BenchError(f"{t.path}: io_submit failed: {os.strerror(ctypes.get_errno())}")
-        inflight += len(slots)
+        if offs:
+            got = syscall(nr_submit, ctx, ctypes.c_long(len(offs)), ptrs)
+            if got != len(offs):
+                raise BenchError(f"{t.path}: io_submit failed: {os.strerror(ctypes.get_errno())}")
+            inflight += len(offs)
+        return len(offs) == len(slots)
 
     try:
-        submit(list(range(depth)))
-        stopping = False
+        stopping = not submit(list(range(depth)))
         while inflight:
             n = syscall(nr_getevents, ctx, ctypes.c_long(1), ctypes.c_long(depth), events, None)
             now = clock()
@@ -622,7 +616,7 @@ def _aio_reads(t: Target, bs: int, nxt: Callable[[], int], depth: int, deadline_
             if now >= deadline_ns or (max_ios is not None and done + inflight >= max_ios):
                 stopping = True
             if not stopping and again:
-                submit(again)
+                stopping = not submit(again)
     finally:
         syscall(nr_destroy, ctx)
         del cbufs
