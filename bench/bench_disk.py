@@ -75,21 +75,24 @@ def seqheur_run(target: str, pattern: str, bs: int, qd: int, seconds: float,
         return run.iops, float(np.median(run.lat_ns)) / 1e9 if run.ios else 0.0
 
 
-def paired(num: list[float], den: list[float], *,
-           positive_num: bool = False) -> tuple[float, list[float]]:
-    """(median, ratios) of the paired ratios num[k] / den[k]; pairs with den <= 0 (and, with
-    ``positive_num``, num <= 0) are skipped."""
-    ratios = [a / b for a, b in zip(num, den) if b > 0 and (a > 0 or not positive_num)]
-    return (statistics.median(ratios) if ratios else float("nan")), ratios
+def paired(num: list[float], den: list[float], *, positive_num: bool = False) -> list[float]:
+    """The paired ratios num[k] / den[k]; pairs with den <= 0 (and, with ``positive_num``,
+    num <= 0) are skipped."""
+    return [a / b for a, b in zip(num, den) if b > 0 and (a > 0 or not positive_num)]
+
+
+def within(ratio: float) -> bool:
+    return 0.85 <= ratio <= 1.15
 
 
 def figure(metric: str, unit: str, mine: list[float], theirs: list[float], peer_name: str,
-           ratios: list[float], target: str, met: bool | None) -> dict[str, Any]:
-    """One result row: seqheur's and the peer's samples with their paired ratios."""
+           ratios: list[float], target: str, judged: bool) -> dict[str, Any]:
+    """One result row: seqheur's and the peer's samples with their paired ratios and median;
+    ``judged`` rows are met when the median is within 0.85-1.15."""
+    ratio = statistics.median(ratios) if ratios else float("nan")
     return {"metric": metric, "unit": unit, "seqheur": summarize(mine),
-            "peer": summarize(theirs), "peer_name": peer_name,
-            "ratio": statistics.median(ratios) if ratios else float("nan"),
-            "paired_ratios": ratios, "target": target, "met": met}
+            "peer": summarize(theirs), "peer_name": peer_name, "ratio": ratio,
+            "paired_ratios": ratios, "target": target, "met": within(ratio) if judged else None}
 
 
 def selected(specs: list[str], words: tuple[str, ...]) -> bool:
@@ -167,29 +170,27 @@ def main() -> int:
         for p in points:
             tn, tp, pat, sz, qd = p
             for engine, prs in pairs[p].items():
-                mine, theirs = [a for a, _ in prs], [b for _, b in prs]
-                med, ratios = paired([a[0] for a in mine], [b[0] for b in theirs])
+                my_iops, my_p50 = [a[0] for a, _ in prs], [a[1] for a, _ in prs]
+                fio_iops, fio_p50 = [b[0] for _, b in prs], [b[1] for _, b in prs]
                 figures.append(figure(f"{tn} {pat} {sz} QD{qd} IOPS vs fio-{engine}", "IOPS",
-                                      [a[0] for a in mine], [b[0] for b in theirs],
-                                      f"fio {engine}", ratios,
-                                      "median paired ratio in 0.85-1.15", 0.85 <= med <= 1.15))
+                                      my_iops, fio_iops, f"fio {engine}",
+                                      paired(my_iops, fio_iops),
+                                      "median paired ratio in 0.85-1.15", judged=True))
                 if qd == 1:  # per-read timing: p50 latency, better-is-lower, so fio/seqheur
-                    _, lr = paired([b[1] for b in theirs], [a[1] for a in mine],
-                                   positive_num=True)
+                    lr = paired(fio_p50, my_p50, positive_num=True)
                     if lr:
                         figures.append(figure(
                             f"{tn} {pat} {sz} QD1 p50 latency vs fio-{engine}", "s",
-                            [a[1] for a in mine], [b[1] for b in theirs], f"fio {engine}", lr,
-                            "informative (fio p50 is a histogram bin value)", None))
+                            my_p50, fio_p50, f"fio {engine}", lr,
+                            "informative (fio p50 is a histogram bin value)", judged=False))
             if qd == 1:  # control: at QD1 fio-psync and fio-libaio issue the same reads, so
                 # their paired ratio is fio against itself, the noise floor of this machine
                 ps = [b[0] for _, b in pairs[p]["psync"]]
                 la = [b[0] for _, b in pairs[p]["libaio"]]
-                med, cr = paired(ps, la)
                 fig = figure(f"{tn} {pat} {sz} QD1 control: fio-psync vs fio-libaio", "IOPS",
-                             ps, la, "fio libaio (same reads, one in flight)", cr,
-                             "control (fio vs itself)", None)
-                fig["control_within"] = 0.85 <= med <= 1.15
+                             ps, la, "fio libaio (same reads, one in flight)", paired(ps, la),
+                             "control (fio vs itself)", judged=False)
+                fig["control_within"] = within(fig["ratio"])
                 figures.append(fig)
     finally:
         if loop:
