@@ -33,12 +33,15 @@ def _reference_lru(files, blocks, cap):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(1, 40), st.integers(1, 6), st.integers(1, 80), st.integers(0, 2**32 - 1))
-def test_lru_equals_reference(cap, nfiles, nblocks, seed):
+@given(st.integers(1, 40), st.integers(1, 6), st.integers(1, 80), st.sampled_from([1, 3, 16, 1 << 30]),
+       st.integers(0, 2**32 - 1))
+def test_lru_equals_reference(cap, nfiles, nblocks, stride, seed):
+    """Exact LRU whatever the spacing of blocks: neighbours sharing chunks of the block table
+    (stride 1, 3), one block a chunk (16), and blocks far apart (2**30)."""
     rng = np.random.default_rng(seed)
     n = 600
     files = rng.integers(0, nfiles, n).astype(np.int64)
-    blocks = rng.integers(0, nblocks, n).astype(np.int64)
+    blocks = rng.integers(0, nblocks, n).astype(np.int64) * stride
     c = C.new_cache(cap * 4096, 4096)
     got = C.lru_misses(files, blocks, c)
     want, order = _reference_lru(files, blocks, cap)
@@ -48,8 +51,9 @@ def test_lru_equals_reference(cap, nfiles, nblocks, seed):
 
 
 def _check_integrity(c: C.CacheState) -> None:
-    """Every resident and ghost key is found through the hash table at its own entry, the
-    lists have the sizes meta claims, and no other entry is hashed."""
+    """Every resident and ghost key is found through the block table at its own entry, the
+    lists have the sizes meta claims, no other slot is set, every chunk with a set slot
+    is hashed, every other chunk is empty and on the free list."""
     meta = c.meta
     seen = 0
     for head, flag_ghost, size in ((C.M_RHEAD, False, C.M_NRES), (C.M_GHEAD, True, C.M_NGHOST)):
@@ -62,7 +66,15 @@ def _check_integrity(c: C.CacheState) -> None:
             e = int(C.next_entry(c, e))
         assert k == meta[size]
         seen += k
-    assert int((c.htab[0::2] >= 0).sum()) == seen
+    assert int(np.count_nonzero(c.slot)) == seen
+    hashed = c.htab[1::2][c.htab[0::2] != 0]
+    free = []
+    k = int(meta[C.M_CFREE])
+    while k >= 0:
+        free.append(k)
+        k = int(c.cnext[k])
+    assert sorted(hashed.tolist() + free) == list(range(len(c.slot)))  # each chunk once
+    assert c.slot[hashed].any(axis=1).all() and not c.slot[free].any()
     assert meta[C.M_NRES] <= meta[C.M_CAP] and meta[C.M_NGHOST] <= meta[C.M_GCAP]
 
 

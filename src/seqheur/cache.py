@@ -18,11 +18,20 @@ used block when full (tests check the miss count against ``libcachesim``'s LRU).
 request index of insertion), so an LRU move or an eviction touches one line per entry rather
 than one per field (measured: a plain LRU over the replay benchmark's block trace runs ~1.9x
 faster than with one array per field); two lists (resident LRU, ghost FIFO) and a free list
-threaded through ``nxt``; an open-addressed hash table ``htab`` (linear probing,
-backward-shift deletion, load ≤ 0.5) of (key, entry) pairs maps a key to its entry; the key
-sits beside the entry and a ghost's entry is stored complemented, so a residency probe
-touches one cache line. ``meta`` holds list heads, sizes and counters. All state is in these
-arrays, so a chunked replay can carry a cache from one chunk to the next.
+threaded through ``nxt``. A key reaches its entry through a **chunked block table**: a
+file's blocks are grouped in chunks of ``CHUNK`` consecutive blocks; ``slot[k]`` is one chunk's
+``CHUNK`` int32 slots, one 64-byte line (0 = absent, ``e + 1`` = resident entry ``e``,
+``-(e + 1)`` = ghost entry ``e``); an open-addressed hash table ``htab`` (linear probing,
+backward-shift deletion, load ≤ 0.5 even with one chunk per entry) of (chunk key + 1, chunk)
+pairs finds a chunk; a chunk whose slots are all 0 goes back to a free list (``cnext``).
+Read-ahead and sequential readers touch runs of neighbouring blocks, so their probes land on
+lines just used and the hash table changes only when a chunk is born or dies, not on every
+insert and eviction, and it holds a pair per chunk in use rather than per block, so far fewer
+of its lines are live: that matters most with 4 KiB pages (measured, paired in one process:
+Linux read-ahead replay 1.4x faster; FreeBSD clusters of 16 KiB blocks ~1.05x; a plain LRU
+with half its accesses missing ~0.95x, one more dependent load per probe). ``meta`` holds
+list heads, sizes and counters. All state is in these arrays, so a chunked replay can carry a
+cache from one chunk to the next.
 """
 
 from __future__ import annotations
@@ -59,6 +68,7 @@ M_EVICT_UNUSED = 11  # prefetched blocks evicted before any demand use
 M_PF_RESIDENT = 12  # resident blocks still carrying F_PF
 M_EVICTIONS = 13  # all evictions
 M_BSIZE = 14  # block size in bytes (informational)
+M_CFREE = 15  # free chunk list (through cnext)
 _META_LEN = 16
 
 # A key packs the dense file index above a 40-bit block number.
@@ -68,6 +78,10 @@ MAX_FILES = 1 << 23
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
+
+# chunked block table: CHUNK consecutive blocks of a file share one line of slots
+CHUNK_BITS = 4
+CHUNK = 1 << CHUNK_BITS
 
 # entry record words (one 32-byte record per entry: the fields an LRU step touches share a line)
 E_KEY = 0
@@ -82,7 +96,9 @@ _FLAG_MASK = (1 << _FLAG_BITS) - 1
 class CacheState(NamedTuple):
     meta: np.ndarray  # int64[16]
     ent: np.ndarray  # int64[E, 4]: key, prev, nxt, stamp << 8 | flags
-    htab: np.ndarray  # int64[2H]: (key, entry) pairs; key -1 = empty, entry ~e = ghost
+    htab: np.ndarray  # int64[2H]: (chunk key + 1, chunk) pairs; 0 = empty
+    slot: np.ndarray  # int32[E, CHUNK]: per chunk, 0 / e + 1 (resident) / -(e + 1) (ghost)
+    cnext: np.ndarray  # int64[E]: next free chunk (free list)
 
 
 def new_cache(capacity_bytes: int, block_size: int) -> CacheState:
@@ -96,12 +112,13 @@ def new_cache(capacity_bytes: int, block_size: int) -> CacheState:
         raise SeqheurError(f"cache of {cap} blocks is too large for the model (max 2**29)")
     gcap = cap
     n = cap + gcap
-    bits = max(4, int(2 * n - 1).bit_length())
+    bits = max(4, int(2 * n - 1).bit_length())  # a chunk per entry at worst: load <= 0.5
     meta = np.zeros(_META_LEN, np.int64)
     meta[M_CAP] = cap
     meta[M_GCAP] = gcap
     meta[M_RHEAD] = meta[M_RTAIL] = meta[M_GHEAD] = meta[M_GTAIL] = -1
     meta[M_FREE] = 0
+    meta[M_CFREE] = 0
     meta[M_SHIFT] = 64 - bits
     meta[M_HMASK] = (1 << bits) - 1
     meta[M_BSIZE] = block_size
@@ -110,7 +127,11 @@ def new_cache(capacity_bytes: int, block_size: int) -> CacheState:
     ent[:, E_PREV] = -1
     ent[:, E_NXT] = np.arange(1, n + 1)
     ent[-1, E_NXT] = -1
-    return CacheState(meta, ent, np.full(2 << bits, -1, np.int64))
+    cnext = np.arange(1, n + 1, dtype=np.int64)
+    cnext[-1] = -1
+    # zero = empty, so untouched pages of the two big tables are never faulted in
+    return CacheState(meta, ent, np.zeros(2 << bits, np.int64), np.zeros((n, CHUNK), np.int32),
+                      cnext)
 
 
 def parse_size(text: str | int) -> int:
@@ -178,23 +199,40 @@ def next_entry(c: CacheState, e: int) -> int:
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _home(c: CacheState, key: int) -> int:
-    return np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(c.meta[M_SHIFT]))
+def _home(c: CacheState, ck: int) -> int:
+    return np.int64((np.uint64(ck) * _GOLDEN) >> np.uint64(c.meta[M_SHIFT]))
 
 
-@njit(cache=True, nogil=True, _nrt=False)
-def _hslot(c: CacheState, key: int) -> int:
-    """Hash-table slot holding ``key``, or -1."""
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _hpos(c: CacheState, ck: int) -> int:
+    """Hash-table position of chunk key ``ck``, or -1."""
     mask = c.meta[M_HMASK]
-    i = _home(c, key)
+    i = _home(c, ck)
     h = c.htab
+    want = ck + 1
     while True:
         k = h[2 * i]
-        if k == key:
+        if k == want:
             return i
-        if k < 0:
+        if k == 0:
             return -1
         i = (i + 1) & mask
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _chunk_of(c: CacheState, key: int) -> int:
+    """Chunk holding ``key``'s slot, or -1 (no block of that chunk is known)."""
+    i = _hpos(c, key >> CHUNK_BITS)
+    return c.htab[2 * i + 1] if i >= 0 else -1
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _slot_value(c: CacheState, key: int) -> int:
+    """``key``'s slot: 0 absent, e + 1 resident, -(e + 1) ghost."""
+    k = _chunk_of(c, key)
+    if k < 0:
+        return 0
+    return np.int64(c.slot[k, key & (CHUNK - 1)])
 
 
 @intrinsic
@@ -218,20 +256,19 @@ def _prefetch(typingctx, arr, flat):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def prefetch_key(c: CacheState, key: int) -> None:
-    """Start loading ``key``'s hash-table line. The replay calls it a few requests ahead:
-    the first probe of a block not seen for a while misses the CPU caches, and the trace
-    tells which block comes next."""
-    _prefetch(c.htab, 2 * _home(c, key))
+    """Start loading the hash-table line of ``key``'s chunk. The replay calls it a few
+    requests ahead: the first probe of a chunk not seen for a while misses the CPU caches,
+    and the trace tells which block comes next."""
+    _prefetch(c.htab, 2 * _home(c, key >> CHUNK_BITS))
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def find(c: CacheState, key: int) -> int:
     """Entry of ``key`` (resident or ghost), or -1."""
-    i = _hslot(c, key)
-    if i < 0:
+    v = _slot_value(c, key)
+    if v == 0:
         return -1
-    v = c.htab[2 * i + 1]
-    return v if v >= 0 else ~v
+    return v - 1 if v > 0 else -v - 1
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -240,48 +277,35 @@ def ghost_of(c: CacheState, key: int) -> int:
     ghosts, the usual case: read-ahead rarely loses blocks to eviction)."""
     if c.meta[M_NGHOST] == 0:
         return -1
-    i = _hslot(c, key)
-    if i < 0:
-        return -1
-    return ~c.htab[2 * i + 1]
+    v = _slot_value(c, key)
+    return -v - 1 if v < 0 else -1
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def lookup(c: CacheState, key: int) -> int:
     """Entry of a *resident* ``key`` (no LRU update), or -1 (absent or a ghost)."""
-    mask = c.meta[M_HMASK]
-    i = _home(c, key)
-    h = c.htab
-    while True:
-        k = h[2 * i]
-        if k == key:
-            v = h[2 * i + 1]
-            return v if v >= 0 else -1
-        if k < 0:
-            return -1
-        i = (i + 1) & mask
+    v = _slot_value(c, key)
+    return v - 1 if v > 0 else -1
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _hset(c: CacheState, key: int, v: int) -> None:
-    """Set the value stored with present ``key`` (entry, or ~entry for a ghost)."""
-    c.htab[2 * _hslot(c, key) + 1] = v
+def _set_slot(c: CacheState, key: int, v: int) -> None:
+    """Set the slot of ``key``, whose chunk exists (e + 1, or -(e + 1) for a ghost)."""
+    c.slot[_chunk_of(c, key), key & (CHUNK - 1)] = v
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _hdelete(c: CacheState, key: int) -> None:
-    i = _hslot(c, key)
-    if i < 0:
-        return
+def _hdelete_at(c: CacheState, i: int) -> None:
+    """Empty hash position ``i`` (backward-shift deletion keeps every probe run unbroken)."""
     mask = c.meta[M_HMASK]
     h = c.htab
     j = i
     while True:
         j = (j + 1) & mask
         k = h[2 * j]
-        if k < 0:
+        if k == 0:
             break
-        hm = _home(c, k)
+        hm = _home(c, k - 1)
         # keep the pair at j when its home lies cyclically in (i, j]; else shift it back to i
         if i <= j:
             stays = i < hm <= j
@@ -291,19 +315,51 @@ def _hdelete(c: CacheState, key: int) -> None:
             h[2 * i] = k
             h[2 * i + 1] = h[2 * j + 1]
             i = j
-    h[2 * i] = -1
-    h[2 * i + 1] = -1
+    h[2 * i] = 0
+    h[2 * i + 1] = 0
 
 
-@njit(cache=True, nogil=True, _nrt=False)
-def _hinsert(c: CacheState, key: int, e: int) -> None:
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _remove_slot(c: CacheState, key: int) -> None:
+    """Forget ``key``'s slot; a chunk left with no live slot is freed."""
+    ck = key >> CHUNK_BITS
+    i = _hpos(c, ck)
+    if i < 0:
+        return
+    k = c.htab[2 * i + 1]
+    row = c.slot[k]
+    row[key & (CHUNK - 1)] = 0
+    live = np.int32(0)
+    for j in range(CHUNK):  # one line, already loaded: cheaper than a count on another line
+        live |= row[j]
+    if live != 0:
+        return
+    _hdelete_at(c, i)
+    c.cnext[k] = c.meta[M_CFREE]
+    c.meta[M_CFREE] = k
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _add_slot(c: CacheState, key: int, e: int) -> None:
+    """Point ``key``'s slot (absent) at resident entry ``e``, creating its chunk if needed."""
+    ck = key >> CHUNK_BITS
     mask = c.meta[M_HMASK]
-    i = _home(c, key)
     h = c.htab
-    while h[2 * i] >= 0:
+    i = _home(c, ck)
+    want = ck + 1
+    while True:
+        hk = h[2 * i]
+        if hk == want:
+            k = h[2 * i + 1]
+            break
+        if hk == 0:
+            k = c.meta[M_CFREE]
+            c.meta[M_CFREE] = c.cnext[k]
+            h[2 * i] = want
+            h[2 * i + 1] = k
+            break
         i = (i + 1) & mask
-    h[2 * i] = key
-    h[2 * i + 1] = e
+    c.slot[k, key & (CHUNK - 1)] = e + 1
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -351,7 +407,7 @@ def _free(c: CacheState, e: int) -> None:
     c.meta[M_FREE] = e
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
 def _evict_one(c: CacheState) -> None:
     v = c.meta[M_RTAIL]
     _unlink(c, v, M_RHEAD, M_RTAIL)
@@ -362,24 +418,24 @@ def _evict_one(c: CacheState) -> None:
         pp = c.ent[p, E_PREV]
         if pp >= 0:
             _prefetch(c.ent, _E_WORDS * pp)
-        _prefetch(c.htab, 2 * _home(c, c.ent[p, E_KEY]))
+        _prefetch(c.htab, 2 * _home(c, c.ent[p, E_KEY] >> CHUNK_BITS))
     c.meta[M_NRES] -= 1
     c.meta[M_EVICTIONS] += 1
     if (c.ent[v, E_SF] & F_PF) != 0:
         c.meta[M_EVICT_UNUSED] += 1
         c.meta[M_PF_RESIDENT] -= 1
         c.ent[v, E_SF] = (c.ent[v, E_SF] & ~np.int64(_FLAG_MASK)) | F_GHOST
-        _hset(c, c.ent[v, E_KEY], ~v)
+        _set_slot(c, c.ent[v, E_KEY], -(v + 1))
         _push_head(c, v, M_GHEAD, M_GTAIL)
         c.meta[M_NGHOST] += 1
         if c.meta[M_NGHOST] > c.meta[M_GCAP]:
             g = c.meta[M_GTAIL]
             _unlink(c, g, M_GHEAD, M_GTAIL)
             c.meta[M_NGHOST] -= 1
-            _hdelete(c, c.ent[g, E_KEY])
+            _remove_slot(c, c.ent[g, E_KEY])
             _free(c, g)
     else:
-        _hdelete(c, c.ent[v, E_KEY])
+        _remove_slot(c, c.ent[v, E_KEY])
         _free(c, v)
 
 
@@ -388,7 +444,7 @@ def forget_ghost(c: CacheState, e: int) -> None:
     """Drop ghost entry ``e`` (its block was demanded or re-read)."""
     _unlink(c, e, M_GHEAD, M_GTAIL)
     c.meta[M_NGHOST] -= 1
-    _hdelete(c, c.ent[e, E_KEY])
+    _remove_slot(c, c.ent[e, E_KEY])
     _free(c, e)
 
 
@@ -412,7 +468,7 @@ def insert(c: CacheState, key: int, flags: int, stamp: int) -> int:
     c.meta[M_NRES] += 1
     if (flags & F_PF) != 0:
         c.meta[M_PF_RESIDENT] += 1
-    _hinsert(c, key, e)
+    _add_slot(c, key, e)
     return e
 
 
