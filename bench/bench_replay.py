@@ -6,7 +6,9 @@ adjacent swaps (``bench_detect.make_stream``, the same stream as the detector be
 * seqheur: ``seqheur.replay`` end to end — detector ``freebsd4`` + table ``nfsheur:64x4`` +
   policy ``freebsd4-cluster`` (16 KiB blocks) + 256 MiB LRU buffer cache + prefetch/cause
   metrics + the ``ide-7200`` disk-time model; summary only (``per_request=False``). Extra
-  figures: the same with per-request columns, and Linux 3.12 read-ahead with ``raparms``.
+  figures: the same with per-request columns, Linux 3.12 read-ahead with ``raparms``, the full
+  replay without the disk model, and seqheur's LRU kernel alone (``cache.lru_misses``) on the
+  peer's block trace — what the peer does, so the ratio of the last is LRU against LRU.
 * peer: libcachesim (PyPI ``libcachesim``) LRU of 256 MiB, C ``process_trace`` over the demand
   block trace of the same stream (one 16 KiB block per READ, so block requests = READs),
   stored as an oracleGeneral binary file (page-cached after the first pass).
@@ -49,6 +51,7 @@ def main() -> int:
     import libcachesim as lcs
 
     import seqheur
+    from seqheur.cache import lru_misses, new_cache
     from seqheur.replay import observed_file_sizes
 
     stream = make_stream(n)
@@ -82,17 +85,34 @@ def main() -> int:
                                    per_request=False),
     }
 
+    # where the time goes: the full pipeline without the disk model, and seqheur's LRU kernel
+    # alone on the same block trace (the work libcachesim's process_trace does)
+    configs["full, no disk model"] = dict(detector="freebsd4", table="nfsheur:64x4",
+                                          policy="freebsd4-cluster", per_request=False,
+                                          profile=None)
+    lru_files = np.ascontiguousarray(stream.file, np.int64)
+    lru_blocks = np.ascontiguousarray(blocks, np.int64)
+
+    def lru_kernel() -> int:
+        return lru_misses(lru_files, lru_blocks, new_cache(CACHE, BSIZE))
+
+    if lru_kernel() != peer_misses:
+        raise SystemExit("LRU kernel mismatch against libcachesim")
+
     def run(cfg):
-        return seqheur.replay(stream, cache=CACHE, profile="ide-7200", file_sizes=sizes, **cfg)
+        return seqheur.replay(stream, cache=CACHE, file_sizes=sizes,
+                              **{"profile": "ide-7200", **cfg})
 
     last = {k: run(cfg) for k, cfg in configs.items()}  # warm-up (compiles, page faults)
-    cpu: dict[str, list[float]] = {k: [] for k in list(configs) + ["libcachesim"]}
+    cpu: dict[str, list[float]] = {k: [] for k in list(configs) + ["lru kernel", "libcachesim"]}
     wall: dict[str, list[float]] = {k: [] for k in cpu}
     for _ in range(reps):  # interleaved: A B C peer, A B C peer, ...
         for k in cpu:
             c0, w0 = time.thread_time(), time.perf_counter()
             if k == "libcachesim":
                 peer()
+            elif k == "lru kernel":
+                lru_kernel()
             else:
                 last[k] = run(configs[k])
             c1, w1 = time.thread_time(), time.perf_counter()
@@ -101,9 +121,10 @@ def main() -> int:
 
     peer_med = float(np.median(cpu["libcachesim"]))
     figures = []
-    for k in configs:
+    for k in list(configs) + ["lru kernel"]:
         med = float(np.median(cpu[k]))
-        fig = {"metric": f"replay {k} (M req/s/core)", "unit": "M requests/s",
+        name = ("LRU kernel alone, same block trace" if k == "lru kernel" else f"replay {k}")
+        fig = {"metric": f"{name} (M req/s/core)", "unit": "M requests/s",
                "seqheur": summarize(cpu[k]), "peer": summarize(cpu["libcachesim"]),
                "peer_name": "libcachesim LRU process_trace (C), same block trace",
                "ratio": med / peer_med}

@@ -69,10 +69,30 @@ kernels; sampling starts after the warm-up). What it found so far, and what was 
   blocks of a file neighbouring slots (0.87-0.91x: longer probe runs). In the disk model, the
   drive-cache segment scan mispredicted on `start <= addr` (a coin flip per segment); one sign
   test over `start | (addr - start) | (segment end - end)` made the full replay 1.08x (the
-  configurations without the disk model, run alongside, 1.00x). The full pipeline is still ~4x short of
-  the replay target: detector and table cost ~10 ns a request, the bare LRU ~30 ns an access,
-  the disk model ~150 ns a disk read, and the bookkeeping that attributes causes, counts
-  read-ahead use and records disk reads the rest.
+  configurations without the disk model, run alongside, 1.00x).
+* Session 4: the cache finds blocks through a chunked block table (16 consecutive blocks of a
+  file share one 64-byte line of slots; the hash table maps chunks and changes only when one
+  is born or dies). Paired in-process A/B against the previous commit, 2 M requests, summaries
+  identical: Linux 3.12 read-ahead with `raparms` 1.4-1.6x (4 KiB pages: the per-block hash
+  table no longer fitted the 2 MB L2), FreeBSD full replay 1.05-1.10x on the benchmark's long
+  streams and 0.91-0.96x on a trace of 8-88 KiB files, read-ahead off 0.93-1.02x. The cost: a
+  sparse random block trace (one block per chunk) runs the bare LRU ~1.4x slower (one more
+  dependent load per probe). Inlining `insert` and the eviction at every call site was faster
+  still but tripled the first compile (11 -> 38 s), so only the eviction is inlined (into
+  `insert`). A log-structured LRU (append on touch, skip stale records on eviction) measured
+  1.0-1.15x on the bare LRU and was not pursued; the branch-free binary search in the disk
+  model measured no change and was dropped.
+* Why the replay target (>= 4x libcachesim) is out of reach: the benchmark now also times
+  seqheur's LRU kernel alone on the peer's block trace (what the peer does) and the full replay
+  without the disk model. In the 20 M run below the LRU kernel runs ~5.9x the peer, so the peer
+  spends ~6x our cost on the same LRU work; 4x the peer leaves ~44 ns a request on this host
+  for everything. The full pipeline does about the LRU kernel's cache work per request (a
+  demand probe and LRU move, plus ~0.5 inserts and evictions from read-ahead: ~30 ns), the
+  disk model adds ~15 ns a request (0.18 disk reads of ~90-150 ns), detector and table ~10 ns:
+  55 ns before any read-ahead decision, cause attribution or counting. Reaching the target
+  would need the exact per-block LRU itself to get ~2x faster than this kernel, which the
+  designs tried (per-field arrays, one record per entry, a log-structured LRU, chunked lookup)
+  did not approach.
 """
 
 ORDER = ["detect", "replay", "pcap", "nfsdump", "stats", "disk", "sweep", "cli", "scaling"]
