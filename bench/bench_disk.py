@@ -138,8 +138,8 @@ def main() -> int:
     size = args.file.stat().st_size
     targets = [("file", str(args.file))]
     loop = None
-    want_loop = any(selected(args.points, ("loop", pat, sz, f"QD{qd}"))
-                    for pat in ("seq", "rand") for sz in SIZES for qd in (1, 8))
+    grid = [(pat, sz, qd) for pat in ("seq", "rand") for sz in SIZES for qd in (1, 8)]
+    want_loop = any(selected(args.points, ("loop", pat, sz, f"QD{qd}")) for pat, sz, qd in grid)
     if not args.quick and want_loop and os.geteuid() == 0 and shutil.which("losetup"):
         try:
             loop = subprocess.run(["losetup", "-r", "-f", "--show", "--direct-io=on", str(args.file)],
@@ -149,8 +149,7 @@ def main() -> int:
             print(f"no loop device: {exc.stderr.strip()}", file=sys.stderr)
     figures: list[dict[str, Any]] = []
     try:
-        points = [(tn, tp, pat, sz, qd) for tn, tp in targets for pat in ("seq", "rand")
-                  for sz in SIZES for qd in (1, 8)
+        points = [(tn, tp, pat, sz, qd) for tn, tp in targets for pat, sz, qd in grid
                   if selected(args.points, (tn, pat, sz, f"QD{qd}"))]
         if not points:
             print(f"no point matches --points {args.points}", file=sys.stderr)

@@ -62,18 +62,17 @@ def replay(trace: Path, det: str, table: str, policy: str, cache: str, profile: 
 
     load_plugins(plugins)
     prof = None if profile.strip().lower() == "none" else profile
-    # per-request columns only when they are written, streamed to the file step by step
-    keep = output is not None
+    # per-request columns only when they are written (requests_to streams them step by step)
     if is_dataset(trace):
         from ..outofcore import replay_dataset
 
         result = replay_dataset(trace, chunk_rows, detector=det, table=table, policy=policy,
                                 cache=cache, profile=prof, reorder_window=reorder_window,
-                                clip_eof=not no_eof, per_request=keep, requests_to=output)
+                                clip_eof=not no_eof, per_request=False, requests_to=output)
     else:
         stream = read_stream(trace)
         result = run_replay(stream, det, table, policy, cache, prof, reorder_window=reorder_window,
-                            clip_eof=not no_eof, progress=True, per_request=keep,
+                            clip_eof=not no_eof, progress=True, per_request=False,
                             requests_to=output)
     if as_json:
         echo_json(result.to_dict())

@@ -899,12 +899,16 @@ def _streams(t: Target, span: int, bs: int, cfg: BenchConfig, rng: random.Random
 
 
 def _interleaved_streams(k: int, gap: int, bs: int) -> OffsetSource:
-    """Read i goes to stream i mod k (streams start ``gap`` apart), at that stream's next block."""
+    """Read i goes to stream i mod k (streams start ``gap`` apart), at that stream's next block.
+    The read counter is shared by every thread of a run, so taking a chunk is locked."""
     state = {"i": 0}
+    lock = threading.Lock()
 
     def take(n: int) -> np.ndarray:
-        i = state["i"] + np.arange(n, dtype=np.int64)
-        state["i"] += n
+        with lock:
+            first = state["i"]
+            state["i"] = first + n
+        i = first + np.arange(n, dtype=np.int64)
         return i % k * gap + i // k * bs % gap
     return lambda depth: [take] * depth
 
