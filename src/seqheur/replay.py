@@ -86,55 +86,14 @@ SUMMARY_KEYS = (
     "lost_evicted", "disk_ops", "disk_seconds", "throughput_mbps",
 )
 
-_FREEBSD_TEMPLATE = '''
+# One loop per detector; __SERVE__ is how a request is served: the detector's seqcount, then
+# a FreeBSD/fixed/none policy (_SERVE_POLICY), or Linux read-ahead, which is its own detector.
+_TEMPLATE = '''
 # deps __DEPS__
 from numba import njit
 from seqheur.tables import table_lookup
 from seqheur.readahead import (serve_request, C_NOPS, C_FRESH, C_EJECTIONS, P_BSIZE, P_BSHIFT,
                                R_PF, R_HIT, R_MISS, R_CAUSE)
-from seqheur.cache import prefetch_key, make_key
-
-_AHEAD = __AHEAD__
-
-
-@njit(cache=__CACHE__, nogil=True, _nrt=False)
-def run(file, offset, count, time_ns, lo, hi, base, tab, state, params, pol, c, fs, fsize, ctr,
-        req, ops, room, x, keep, out_seq, out_fresh, out_pf, out_hit, out_miss, out_cause):
-    bsize = pol[P_BSIZE]
-    bsh = pol[P_BSHIFT]
-    for i in range(lo, hi):
-        off = offset[i]
-        cnt = count[i]
-        if ctr[C_NOPS] + (((cnt + bsize - 1) >> bsh) + 2) * room[1] + 8 > room[0]:
-            return i
-        if i + _AHEAD < hi:
-            prefetch_key(c, make_key(file[i + _AHEAD], offset[i + _AHEAD] >> bsh))
-        f = file[i]
-        slot, fresh, prev = table_lookup(tab, f)
-        row = state[slot]
-        if fresh:
-            ctr[C_FRESH] += 1
-            if prev >= 0:
-                ctr[C_EJECTIONS] += 1
-            _reset(row, params, off, cnt, time_ns[i])
-        seq = _update(row, params, off, cnt, time_ns[i])
-        serve_request(c, f, off, cnt, seq, fresh, base + i, pol, fsize[f], fs, ctr, req, ops)
-        if keep:
-            out_seq[i] = seq
-            out_fresh[i] = fresh
-            out_pf[i] = req[R_PF]
-            out_hit[i] = req[R_HIT]
-            out_miss[i] = req[R_MISS]
-            out_cause[i] = req[R_CAUSE]
-    return hi
-'''
-
-_LINUX_TEMPLATE = '''
-# deps __DEPS__
-from numba import njit
-from seqheur.tables import table_lookup
-from seqheur.readahead import (C_NOPS, C_FRESH, C_EJECTIONS, P_BSIZE, P_BSHIFT, R_PF, R_HIT,
-                               R_MISS, R_CAUSE)
 from seqheur.cache import prefetch_key, make_key
 from seqheur.heuristics.linux import serve_linux
 
@@ -161,8 +120,7 @@ def run(file, offset, count, time_ns, lo, hi, base, tab, state, params, pol, c, 
             if prev >= 0:
                 ctr[C_EJECTIONS] += 1
             _reset(row, params, off, cnt, time_ns[i])
-        seq = serve_linux(c, f, row, off, cnt, fresh, base + i, pol, fsize[f], fs, ctr, req, ops,
-                          x)
+        __SERVE__
         if keep:
             out_seq[i] = seq
             out_fresh[i] = fresh
@@ -172,6 +130,10 @@ def run(file, offset, count, time_ns, lo, hi, base, tab, state, params, pol, c, 
             out_cause[i] = req[R_CAUSE]
     return hi
 '''
+_SERVE_POLICY = '''seq = _update(row, params, off, cnt, time_ns[i])
+        serve_request(c, f, off, cnt, seq, fresh, base + i, pol, fsize[f], fs, ctr, req, ops)'''
+_SERVE_LINUX = '''seq = serve_linux(c, f, row, off, cnt, fresh, base + i, pol, fsize[f], fs, ctr, req, ops,
+                          x)'''
 
 _LOOPS: dict[tuple[str, str, int], Any] = {}
 
@@ -192,8 +154,8 @@ def _loop(info: Any, is_linux: bool) -> Any:
     key = (info.name, "linux" if is_linux else "det", id(info.update))
     loop = _LOOPS.get(key)
     if loop is None:
-        template = (_LINUX_TEMPLATE if is_linux else _FREEBSD_TEMPLATE)
-        template = template.replace("__DEPS__", _deps_digest()).replace("__AHEAD__", str(_AHEAD))
+        template = (_TEMPLATE.replace("__SERVE__", _SERVE_LINUX if is_linux else _SERVE_POLICY)
+                    .replace("__DEPS__", _deps_digest()).replace("__AHEAD__", str(_AHEAD)))
         bindings = {"_reset": info.reset} if is_linux else {"_reset": info.reset, "_update": info.update}
         loop = specialize(template, bindings, f"replay_{info.name}")
         _LOOPS[key] = loop
@@ -404,22 +366,19 @@ class Replayer:
         lo = 0
         while lo < n:
             hi = min(n, lo + _STEP)
-            step = slice(lo, hi)
+            f, o, c, t = file[lo:hi], offset[lo:hi], count[lo:hi], time_ns[lo:hi]
             m = hi - lo if keep else 0
             out = {name: np.zeros(m, dtype) for name, dtype in _LOOP_COLUMNS}
             i = 0
-            while i < hi - lo:
-                i = self._loop(file[step], offset[step], count[step], time_ns[step], i, hi - lo,
-                               self.base + lo, self.tab, self.state, self.params, self.pol,
-                               self.cache, self.fs, self.fsize, self.ctr, self.req, self.ops,
-                               self.room, self.x, keep, out["seqcount"], out["slot_fresh"],
-                               out["prefetch_blocks"], out["hit_blocks"], out["miss_blocks"],
-                               out["cause"])
+            while i < hi - lo:  # the loop returns early when the disk-op buffer is full
+                i = self._loop(f, o, c, t, i, hi - lo, self.base + lo, self.tab, self.state,
+                               self.params, self.pol, self.cache, self.fs, self.fsize, self.ctr,
+                               self.req, self.ops, self.room, self.x, keep, out["seqcount"],
+                               out["slot_fresh"], out["prefetch_blocks"], out["hit_blocks"],
+                               out["miss_blocks"], out["cause"])
                 self._flush()
             if keep:
-                out["file"] = file[step]
-                out["offset"] = offset[step]
-                out["count"] = count[step]
+                out["file"], out["offset"], out["count"] = f, o, c
                 self._keep(out)
             if progress is not None:
                 progress(hi - lo)
