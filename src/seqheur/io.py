@@ -68,6 +68,18 @@ def write_parquet(table: pa.Table | Any, path: PathLike, *, compression: str = "
     return Path(path)
 
 
+def read_request_columns(path: PathLike, columns: Any, ops: Any = None) -> pa.Table:
+    """Only ``columns`` of a Parquet request table (typed as the request schema has them), and
+    only the rows whose ``op`` is in ``ops`` when given: memory follows what is read."""
+    import pyarrow.parquet as pq
+
+    from .schema import request_subschema
+
+    want = request_subschema(columns)
+    filters = None if ops is None else [("op", "in", list(ops))]
+    return pq.read_table(path, columns=want.names, filters=filters).cast(want)
+
+
 class ParquetSink:
     """A Parquet file written table by table (bounded memory), atomically: the file appears at
     ``path`` only when :meth:`close` succeeds; :meth:`abort` (or an error) leaves nothing."""

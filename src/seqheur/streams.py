@@ -87,20 +87,19 @@ def read_stream(path: Any, ops: Sequence[str] = ("read",), order: str = "server"
 def _read_parquet_ops(path: Any, ops: Sequence[str]) -> pa.Table | None:
     """Rows of ``ops`` and stream columns of a Parquet request table; None when ``path`` is
     not one (``read_trace`` then reads it, or names the problem)."""
-    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
 
-    from .schema import COLUMNS, request_subschema
+    from .io import read_request_columns
+    from .schema import COLUMNS
 
     try:
-        dataset = ds.dataset(path, format="parquet")
-        if not all(c in dataset.schema.names for c in COLUMNS):
-            return None  # a simple trace (time, file, offset, count): read_trace converts it
-        table = dataset.to_table(columns=list(STREAM_COLUMNS),
-                                 filter=ds.field("op").isin(list(ops)))
+        names = pq.read_schema(path).names
     except (pa.ArrowInvalid, OSError):
         return None  # not Parquet (another format, compressed, or damaged)
+    if not all(c in names for c in COLUMNS):
+        return None  # a simple trace (time, file, offset, count): read_trace converts it
     try:
-        return table.cast(request_subschema(STREAM_COLUMNS))
+        return read_request_columns(path, STREAM_COLUMNS, ops)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise SeqheurError(f"{path}: not a request table ({exc})") from None
 

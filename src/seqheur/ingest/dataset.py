@@ -136,19 +136,19 @@ def scan_dataset(path: str | os.PathLike[str], columns: Sequence[str] | None = N
     """
     import pyarrow.parquet as pq
 
-    from ..schema import conform, request_subschema
+    from ..io import read_request_columns
+    from ..schema import conform
 
     root = Path(path)
     manifest = read_manifest(root)
     if columns is not None and "time" not in columns:
         raise SeqheurError("scan_dataset: columns must include 'time' (parts are merged by it)")
-    subset = None if columns is None else request_subschema(columns)
-    filters = None if ops is None else [("op", "in", list(ops))]
 
     def load(part: str) -> pa.Table:
-        table = pq.read_table(root / part, columns=None if subset is None else subset.names,
-                              filters=filters)
-        return conform(table) if subset is None else table.cast(subset)
+        if columns is None:  # whole rows, conformed to the current request schema
+            filters = None if ops is None else [("op", "in", list(ops))]
+            return conform(pq.read_table(root / part, filters=filters))
+        return read_request_columns(root / part, columns, ops)
 
     for group in _groups(manifest["parts"]):
         tables = [load(p["part"]) for p in group]
