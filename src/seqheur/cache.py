@@ -342,23 +342,18 @@ def _remove_slot(c: CacheState, key: int) -> None:
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
 def _add_slot(c: CacheState, key: int, e: int) -> None:
     """Point ``key``'s slot (absent) at resident entry ``e``, creating its chunk if needed."""
-    ck = key >> CHUNK_BITS
-    mask = c.meta[M_HMASK]
-    h = c.htab
-    i = _home(c, ck)
-    want = ck + 1
-    while True:
-        hk = h[2 * i]
-        if hk == want:
-            k = h[2 * i + 1]
-            break
-        if hk == 0:
-            k = c.meta[M_CFREE]
-            c.meta[M_CFREE] = c.cnext[k]
-            h[2 * i] = want
-            h[2 * i + 1] = k
-            break
-        i = (i + 1) & mask
+    k = _chunk_of(c, key)
+    if k < 0:  # the chunk's first live block (rare for runs of neighbouring blocks)
+        k = c.meta[M_CFREE]
+        c.meta[M_CFREE] = c.cnext[k]
+        ck = key >> CHUNK_BITS
+        mask = c.meta[M_HMASK]
+        h = c.htab
+        i = _home(c, ck)
+        while h[2 * i] != 0:
+            i = (i + 1) & mask
+        h[2 * i] = ck + 1
+        h[2 * i + 1] = k
     c.slot[k, key & (CHUNK - 1)] = e + 1
 
 
