@@ -66,36 +66,38 @@ def make_stream(n: int, seed: int = 1):
 def loop_rates(stream, det: str, table: str, reps: int) -> tuple[list[float], list[float], int]:
     """(CPU-time rates, wall rates) in requests/s of the specialised loop alone, and the
     table ejections of one pass."""
+    from seqheur import engine as E
     from seqheur.detect import make_state
-    from seqheur.heuristics._kernel import detect_loop
     from seqheur.heuristics.registry import parse_detector
-    from seqheur.tables import parse_table
+    from seqheur.tables import parse_table, steps_of
 
     spec, model = parse_detector(det), parse_table(table)
-    loop = detect_loop(spec.info, int(model.make_state(stream.file_ids)[0][0]))
+    prepare, lookup = steps_of(model)
+    info = spec.info
+    loop = E.loop(prepare, lookup, E.without_nrt(info.reset),
+                  E.decide_only(E.without_nrt(info.update)), E.admit_all, E.record_detect)
     n = len(stream)
-    out_seq = np.empty(n, np.int16)
-    out_fresh = np.empty(n, np.bool_)
+    out = (np.empty(n, np.int16), np.empty(n, np.bool_))
+    requests = E.Requests(np.ascontiguousarray(stream.file, np.int32), stream.offset,
+                          stream.count, stream.time_ns)
     cpu, wall = [], []
     for rep in range(reps + 1):
         tab, state, params = make_state(spec, model, stream.file_ids)
-        counters = np.zeros(4, np.int64)
+        tcounts = E.new_table_counts(stream.n_files)
         c0, w0 = time.thread_time(), time.perf_counter()
-        seen = np.zeros(stream.n_files, np.uint8)
-        loop(stream.file, stream.offset, stream.count, stream.time_ns, tab, state, params,
-             out_seq, out_fresh, counters, seen)
+        loop(requests, 0, n, 0, tab, state, params, 0, out, True, tcounts)
         c1, w1 = time.thread_time(), time.perf_counter()
         if rep:  # the first pass is warm-up (page faults on the output arrays)
             cpu.append(n / (c1 - c0))
             wall.append(n / (w1 - w0))
-    return cpu, wall, int(counters[1])
+    return cpu, wall, int(tcounts.counts[E.EJECTIONS])
 
 
 def startup(reps: int) -> tuple[list[float], list[float]]:
     cold, warm = [], []
     for _ in range(reps):
         d = Path(tempfile.mkdtemp(prefix="seqheur-bench-detect-"))
-        env = dict(os.environ, NUMBA_CACHE_DIR=str(d / "numba"), SEQHEUR_CACHE_DIR=str(d / "sh"))
+        env = dict(os.environ, NUMBA_CACHE_DIR=str(d / "numba"))
         try:
             for bucket in (cold, warm):
                 out = subprocess.run([sys.executable, "-c", STARTUP], env=env, check=True,

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from .errors import SeqheurError
-from .heuristics._kernel import run_detect_loop
 from .heuristics.registry import DetectorSpec, parse_detector
 from .streams import ReadStream
-from .tables import TableModel, parse_table
+from .tables import TableModel, parse_table, steps_of
+from . import engine as E
 
 
 @dataclass(frozen=True)
@@ -82,17 +82,36 @@ def detect(stream: ReadStream, detector: str | DetectorSpec = "freebsd4",
     model = parse_table(table)
     n = len(stream)
     tab, state, params = make_state(spec, model, stream.file_ids)
-    out_seq = np.empty(n, dtype=np.int16)
-    out_fresh = np.empty(n, dtype=np.bool_)
-    counters = np.zeros(4, dtype=np.int64)
-    seen = np.zeros(max(stream.n_files, 1), dtype=np.uint8)
+    out = (np.empty(n, dtype=np.int16), np.empty(n, dtype=np.bool_))
+    tcounts = E.new_table_counts(stream.n_files)
     if n:
-        run_detect_loop(spec.info, int(tab[0][0]), _c(stream.file, np.int32),
-                        _c(stream.offset, np.int64), _c(stream.count, np.int32),
-                        _c(stream.time_ns, np.int64), tab, state, params, out_seq, out_fresh,
-                        counters, seen)
-    return DetectResult(spec.spec, model.spec, out_seq, out_fresh, int(counters[0]),
-                        int(counters[1]), int(counters[2]), stream.n_files)
+        requests = E.Requests(_c(stream.file, np.int32), _c(stream.offset, np.int64),
+                              _c(stream.count, np.int32), _c(stream.time_ns, np.int64))
+        _run_detect(spec.info, steps_of(model), requests, tab, state, params, out, tcounts)
+    counts = tcounts.counts
+    return DetectResult(spec.spec, model.spec, out[0], out[1], int(counts[E.FRESH]),
+                        int(counts[E.EJECTIONS]), int(counts[E.COLD]), stream.n_files)
+
+
+def _run_detect(info: Any, table_steps: tuple[Any, Any], requests: Any, tab: Any,
+                state: np.ndarray, params: np.ndarray, out: tuple, tcounts: Any) -> None:
+    """The engine loop with the serve step reduced to the detector's ``update`` and no cache
+    (nothing to admit, seqcount and slot_fresh recorded). Plug-in detectors that need numba's
+    reference counting (they allocate) fall back to a loop compiled with it."""
+    from numba.core.errors import NumbaError
+
+    prepare, lookup = table_steps
+    n = len(requests.file)
+    try:
+        run = E.loop(prepare, lookup, E.without_nrt(info.reset),
+                     E.decide_only(E.without_nrt(info.update)), E.admit_all, E.record_detect)
+        run(requests, 0, n, 0, tab, state, params, 0, out, True, tcounts)
+    except NumbaError:
+        if info.builtin:
+            raise
+        run = E.loop(prepare, lookup, info.reset, E.decide_only(info.update), E.admit_all,
+                     E.record_detect, nrt=True)
+        run(requests, 0, n, 0, tab, state, params, 0, out, True, tcounts)
 
 
 def _c(a: np.ndarray, dtype: Any) -> np.ndarray:

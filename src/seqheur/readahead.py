@@ -68,8 +68,6 @@ P_RACLUSTER = 2  # maxphys // bsize
 P_MAXRA = 3  # 4.x MAXRA cap / current read_max
 P_READMIN = 4
 P_N = 5  # fixed:N
-P_RAPAGES = 6  # linux: maximum window in pages
-P_LINUX_VER = 7  # linux: 0 = 2.6.31-3.11 rules, 1 = 3.12+ rules
 P_WINDOW = 8  # reorder window (bytes) for cause attribution
 P_BSHIFT = 9  # log2(bsize): block arithmetic uses shifts (a 64-bit idiv costs ~40+ cycles)
 P_LEN = 10
@@ -177,8 +175,13 @@ class Policy:
     def __str__(self) -> str:
         return self.spec
 
-    def param_array(self, *, ra_pages: int = 32, linux_ver: int = 0,
-                    window: int = 65536) -> np.ndarray:
+    @property
+    def request(self) -> Any:
+        """The engine's read step after a detector's seqcount (None for ``linux``, which is
+        the Linux detectors' own read-ahead)."""
+        return None if self.kind == "linux" else serve_request
+
+    def param_array(self, *, window: int = 65536) -> np.ndarray:
         p = np.zeros(P_LEN, np.int64)
         p[P_KIND] = {"none": POL_NONE, "fixed": POL_FIXED, "freebsd4-cluster": POL_FREEBSD4,
                      "freebsd-cluster": POL_FREEBSD, "linux": POL_LINUX}[self.kind]
@@ -187,8 +190,6 @@ class Policy:
         p[P_MAXRA] = self.maxra
         p[P_READMIN] = self.read_min
         p[P_N] = self.n
-        p[P_RAPAGES] = ra_pages
-        p[P_LINUX_VER] = linux_ver
         p[P_WINDOW] = window
         p[P_BSHIFT] = self.bsize.bit_length() - 1
         return p
@@ -200,6 +201,13 @@ def _int(spec: str, key: str, val: str) -> int:
         raise SpecError(f"policy {spec!r}: {key} must be an integer (optionally with KiB/MiB), not {val!r}")
     mult = {None: 1, "k": 1024, "m": 1 << 20}[m.group(2)[0].lower() if m.group(2) else None]
     return int(m.group(1)) * mult
+
+
+def own_read_ahead(name: str, bsize: int) -> Policy:
+    """The policy of a detector that reads ahead itself (``linux``)."""
+    if name != "linux":
+        raise SpecError(f"unknown read-ahead {name!r} of a detector's own")
+    return Policy("linux", bsize)
 
 
 def parse_policy(spec: "str | Policy") -> Policy:
@@ -533,8 +541,6 @@ def simple_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, ops
 def max_ops_per_request(pol: np.ndarray, max_blocks: int) -> int:
     """An upper bound on the disk reads one request of ``max_blocks`` demand blocks issues."""
     kind = int(pol[P_KIND])
-    if kind == POL_LINUX:
-        return max_blocks * (4 * int(pol[P_RAPAGES]) + 4) + 8
     if kind in (POL_FREEBSD4, POL_FREEBSD):
         return max_blocks * (int(pol[P_MAXRA]) + 3) + 8
     return max_blocks + int(pol[P_N]) + 8

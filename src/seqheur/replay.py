@@ -60,6 +60,7 @@ import pyarrow as pa
 from numba import njit
 
 from . import cache as C
+from . import engine as E
 from . import readahead as R
 from .errors import SeqheurError, SpecError
 from .streams import ReadStream
@@ -85,82 +86,6 @@ SUMMARY_KEYS = (
     "table_ejections", "lost_ejected", "lost_reordered", "lost_nonsequential", "lost_cold",
     "lost_evicted", "disk_ops", "disk_seconds", "throughput_mbps",
 )
-
-# One loop per detector; __SERVE__ is how a request is served: the detector's seqcount, then
-# a FreeBSD/fixed/none policy (_SERVE_POLICY), or Linux read-ahead, which is its own detector.
-_TEMPLATE = '''
-# deps __DEPS__
-from numba import njit
-from seqheur.tables import table_lookup
-from seqheur.readahead import (serve_request, C_NOPS, C_FRESH, C_EJECTIONS, P_BSIZE, P_BSHIFT,
-                               R_PF, R_HIT, R_MISS, R_CAUSE)
-from seqheur.cache import prefetch_key, make_key
-from seqheur.heuristics.linux import serve_linux
-
-_AHEAD = __AHEAD__
-
-
-@njit(cache=__CACHE__, nogil=True, _nrt=False)
-def run(file, offset, count, time_ns, lo, hi, base, tab, state, params, pol, c, fs, fsize, ctr,
-        req, ops, room, x, keep, out_seq, out_fresh, out_pf, out_hit, out_miss, out_cause):
-    bsize = pol[P_BSIZE]
-    bsh = pol[P_BSHIFT]
-    for i in range(lo, hi):
-        off = offset[i]
-        cnt = count[i]
-        if ctr[C_NOPS] + (((cnt + bsize - 1) >> bsh) + 2) * room[1] + 8 > room[0]:
-            return i
-        if i + _AHEAD < hi:
-            prefetch_key(c, make_key(file[i + _AHEAD], offset[i + _AHEAD] >> bsh))
-        f = file[i]
-        slot, fresh, prev = table_lookup(tab, f)
-        row = state[slot]
-        if fresh:
-            ctr[C_FRESH] += 1
-            if prev >= 0:
-                ctr[C_EJECTIONS] += 1
-            _reset(row, params, off, cnt, time_ns[i])
-        __SERVE__
-        if keep:
-            out_seq[i] = seq
-            out_fresh[i] = fresh
-            out_pf[i] = req[R_PF]
-            out_hit[i] = req[R_HIT]
-            out_miss[i] = req[R_MISS]
-            out_cause[i] = req[R_CAUSE]
-    return hi
-'''
-_SERVE_POLICY = '''seq = _update(row, params, off, cnt, time_ns[i])
-        serve_request(c, f, off, cnt, seq, fresh, base + i, pol, fsize[f], fs, ctr, req, ops)'''
-_SERVE_LINUX = '''seq = serve_linux(c, f, row, off, cnt, fresh, base + i, pol, fsize[f], fs, ctr, req, ops,
-                          x)'''
-
-_LOOPS: dict[tuple[str, str, int], Any] = {}
-
-
-def _deps_digest() -> str:
-    """Digest of every module the replay loop inlines (numba's cache does not track them)."""
-    from .heuristics import linux
-
-    h = hashlib.sha256()
-    for mod_file in (C.__file__, R.__file__, linux.__file__, __file__):
-        h.update(Path(mod_file).read_bytes())
-    return h.hexdigest()[:16]
-
-
-def _loop(info: Any, is_linux: bool) -> Any:
-    from .heuristics._kernel import specialize
-
-    key = (info.name, "linux" if is_linux else "det", id(info.update))
-    loop = _LOOPS.get(key)
-    if loop is None:
-        template = (_TEMPLATE.replace("__SERVE__", _SERVE_LINUX if is_linux else _SERVE_POLICY)
-                    .replace("__DEPS__", _deps_digest()).replace("__AHEAD__", str(_AHEAD)))
-        bindings = {"_reset": info.reset} if is_linux else {"_reset": info.reset, "_update": info.update}
-        loop = specialize(template, bindings, f"replay_{info.name}")
-        _LOOPS[key] = loop
-    return loop
-
 
 # --------------------------------------------------------------------------------------------
 # result
@@ -224,18 +149,20 @@ class ReplayResult:
 # the replayer (all state, chunk by chunk)
 
 
-def _resolve_policy(policy: Any, det_name: str) -> R.Policy:
-    is_linux = det_name.startswith("linux")
-    if policy is None or (isinstance(policy, str) and policy.strip().lower() == "auto"):
-        if is_linux:
-            return R.parse_policy("linux")
-        return R.parse_policy("freebsd-cluster" if det_name == "freebsd" else "freebsd4-cluster")
-    pol = R.parse_policy(policy)
-    if is_linux and pol.kind != "linux":
-        raise SpecError(f"detector {det_name} decides its own read-ahead: use policy 'linux' or "
-                        f"'auto', not {pol.spec!r}")
-    if not is_linux and pol.kind == "linux":
-        raise SpecError(f"policy 'linux' goes with a linux-* detector, not {det_name!r}")
+def _resolve_policy(policy: Any, info: Any) -> R.Policy:
+    """The read-ahead policy of a replay: ``auto`` is the detector's default; a detector with
+    read-ahead of its own (``info.serve``) takes only its own."""
+    auto = policy is None or (isinstance(policy, str) and policy.strip().lower() == "auto")
+    if info.serve is not None:
+        own = R.own_read_ahead(info.policy, info.block_size)
+        if auto or (isinstance(policy, str) and policy.strip().lower() == info.policy):
+            return own
+        raise SpecError(f"detector {info.name} decides its own read-ahead: use policy "
+                        f"{info.policy!r} or 'auto', not {str(policy)!r}")
+    pol = R.parse_policy(info.policy if auto else policy)
+    if pol.request is None:
+        raise SpecError(f"policy {pol.spec!r} is a detector's own read-ahead and goes with "
+                        f"that detector, not {info.name!r}")
     return pol
 
 
@@ -280,8 +207,8 @@ class Replayer:
 
         self.spec = parse_detector(detector)
         self.model = parse_table(table)
-        self.policy = _resolve_policy(policy, self.spec.name)
-        self.is_linux = self.policy.kind == "linux"
+        info = self.spec.info
+        self.policy = _resolve_policy(policy, info)
         self.cache_bytes = C.parse_size(cache)
         self.cache_text = cache if isinstance(cache, str) else f"{self.cache_bytes}B"
         if reorder_window < 0:
@@ -292,17 +219,11 @@ class Replayer:
         if nf >= C.MAX_FILES:
             raise SeqheurError(f"{nf} files: the cache model keys at most {C.MAX_FILES - 1}")
         self.tab, self.state, self.params = make_state(self.spec, self.model, self.file_ids)
-        ra_pages = 32
-        linux_ver = 0
-        if self.is_linux:
-            ra_pages = self.spec.params.ra_pages
-            linux_ver = 1 if self.spec.name == "linux-3.12" else 0
-        self.pol = self.policy.param_array(ra_pages=ra_pages, linux_ver=linux_ver,
-                                           window=self.reorder_window)
-        self.cache = C.new_cache(self.cache_bytes, self.policy.bsize)
-        self.fs = np.zeros((max(nf, 1), R.FS_LEN), np.int64)
-        self.fs[:, R.FS_NEXT] = -1
-        self.fsize = np.full(max(nf, 1), -1, np.int64)  # -1: end of file unknown
+        self.tcounts = E.new_table_counts(nf)
+        pol = self.policy.param_array(window=self.reorder_window)
+        fs = np.zeros((max(nf, 1), R.FS_LEN), np.int64)
+        fs[:, R.FS_NEXT] = -1
+        fsize = np.full(max(nf, 1), -1, np.int64)  # -1: end of file unknown
         self.sizes: np.ndarray | None = None
         if file_sizes is not None:
             fsz = np.asarray(file_sizes, dtype=np.int64)
@@ -310,13 +231,18 @@ class Replayer:
                 raise SeqheurError(f"file_sizes has {fsz.size} entries for {nf} files")
             self.sizes = fsz
             if clip_eof:
-                self.fsize[:nf] = fsz
-        self.ctr = np.zeros(R.C_LEN, np.int64)
-        self.req = np.zeros(R.R_LEN, np.int64)
-        self.x = np.zeros(8, np.int64)
-        per_blk = R.max_ops_per_request(self.pol, 1)
-        self.room = np.array([_OPS_CAP, per_blk], np.int64)
-        self.ops = tuple(np.zeros(_OPS_CAP, np.int64) for _ in range(3))
+                fsize[:nf] = fsz
+        if info.serve is not None:
+            per_blk = info.ops_bound(self.spec.params) + 8
+            serve = E.without_nrt(info.serve)
+        else:
+            per_blk = R.max_ops_per_request(pol, 1)
+            serve = E.decide_then_read(E.without_nrt(info.update), self.policy.request)
+        self.world = E.World(pol, C.new_cache(self.cache_bytes, self.policy.bsize), fs, fsize,
+                             np.zeros(R.C_LEN, np.int64), np.zeros(R.R_LEN, np.int64),
+                             tuple(np.zeros(_OPS_CAP, np.int64) for _ in range(3)),
+                             np.array([_OPS_CAP, per_blk], np.int64), np.zeros(8, np.int64))
+        self.ctr = self.world.ctr
         self.profile_name: str | None = None
         self.disk = None
         self.disk_seconds = 0.0
@@ -337,7 +263,11 @@ class Replayer:
         self.per_request = per_request or self.requests_to is not None
         self._parts: list[dict[str, np.ndarray]] = []
         self._sink: Any = None
-        self._loop = _loop(self.spec.info, self.is_linux)
+        from .tables import steps_of
+
+        prepare, lookup = steps_of(self.model)
+        self._run = E.loop(prepare, lookup, E.without_nrt(info.reset), serve,
+                           E.admit_replay, E.record_replay)
         self.base = 0
 
     # -- feeding ------------------------------------------------------------------------------
@@ -356,29 +286,29 @@ class Replayer:
         if n and (offset.min() < 0 or count.min() < 0):
             raise SeqheurError("negative offset or count in the stream")
         if n:
-            need = (int(count.max()) // int(self.policy.bsize) + 3) * int(self.room[1]) + 16
-            if need > self.room[0]:  # one huge request must fit the op buffer
+            room = self.world.room
+            need = (int(count.max()) // int(self.policy.bsize) + 3) * int(room[1]) + 16
+            if need > room[0]:  # one huge request must fit the op buffer
                 cap = 1 << int(need * 2 - 1).bit_length()
                 self._flush()
-                self.room[0] = cap
-                self.ops = tuple(np.zeros(cap, np.int64) for _ in range(3))
+                room[0] = cap
+                self.world = self.world._replace(
+                    ops=tuple(np.zeros(cap, np.int64) for _ in range(3)))
         keep = self.per_request
         lo = 0
         while lo < n:
             hi = min(n, lo + _STEP)
-            f, o, c, t = file[lo:hi], offset[lo:hi], count[lo:hi], time_ns[lo:hi]
+            step = E.Requests(file[lo:hi], offset[lo:hi], count[lo:hi], time_ns[lo:hi])
             m = hi - lo if keep else 0
             out = {name: np.zeros(m, dtype) for name, dtype in _LOOP_COLUMNS}
+            columns = tuple(out.values())
             i = 0
             while i < hi - lo:  # the loop returns early when the disk-op buffer is full
-                i = self._loop(f, o, c, t, i, hi - lo, self.base + lo, self.tab, self.state,
-                               self.params, self.pol, self.cache, self.fs, self.fsize, self.ctr,
-                               self.req, self.ops, self.room, self.x, keep, out["seqcount"],
-                               out["slot_fresh"], out["prefetch_blocks"], out["hit_blocks"],
-                               out["miss_blocks"], out["cause"])
+                i = self._run(step, i, hi - lo, self.base + lo, self.tab, self.state,
+                              self.params, self.world, columns, keep, self.tcounts)
                 self._flush()
             if keep:
-                out["file"], out["offset"], out["count"] = f, o, c
+                out["file"], out["offset"], out["count"] = step.file, step.offset, step.count
                 self._keep(out)
             if progress is not None:
                 progress(hi - lo)
@@ -407,8 +337,8 @@ class Replayer:
         if k == 0:
             return
         if self.disk is not None:
-            res = self.disk.service(self.ops[0][:k], self.ops[1][:k], self.ops[2][:k],
-                                    self.place, self.dstate)
+            ops = self.world.ops
+            res = self.disk.service(ops[0][:k], ops[1][:k], ops[2][:k], self.place, self.dstate)
             # strictly sequential sum: the total must not depend on where chunks were cut
             self.disk_seconds = float(np.cumsum(np.concatenate(([self.disk_seconds],
                                                                 res.seconds)))[-1])
@@ -421,7 +351,7 @@ class Replayer:
     def summary(self) -> dict[str, Any]:
         self._flush()
         ctr = self.ctr
-        meta = self.cache.meta
+        meta = self.world.cache.meta
         used = int(ctr[R.C_USED])
         prefetched = int(ctr[R.C_PREFETCHED])
         evicted_unused = int(meta[C.M_EVICT_UNUSED])
@@ -444,7 +374,7 @@ class Replayer:
             "prefetch_wasted": evicted_unused + unused_end,
             "coverage": used / (used + misses) if used + misses else float("nan"),
             "accuracy": used / prefetched if prefetched else float("nan"),
-            "table_ejections": int(ctr[R.C_EJECTIONS]),
+            "table_ejections": int(self.tcounts.counts[E.EJECTIONS]),
         }
         for k, name in enumerate(R.CAUSES):
             out[f"lost_{name}"] = int(ctr[R.C_LOST + k])
@@ -461,7 +391,7 @@ class Replayer:
             "zero_length_requests": int(ctr[R.C_ZERO]),
             "prefetch_evicted": evicted_unused,
             "prefetch_unused_at_end": unused_end,
-            "table_fresh": int(ctr[R.C_FRESH]),
+            "table_fresh": int(self.tcounts.counts[E.FRESH]),
             "disk_sync_ops": int(ctr[R.C_SYNC_OPS]),
             "disk_bytes": int(ctr[R.C_OP_BYTES]),
             "disk_positionings": self.disk_positionings if self.disk is not None else None,

@@ -71,7 +71,7 @@ def update(state, params, offset, count, time_ns):
 
 
 @detector("freebsd", params=FreebsdParams, state_words=2, builtin=True,
-          max_seqcount=lambda p: p.seqmax,
+          max_seqcount=lambda p: p.seqmax, policy="freebsd-cluster",
           source="freebsd/freebsd-src sys/fs/nfsserver/nfs_nfsdport.c @ 003cac51 (r228185); spec §2.3")
 class Freebsd:
     """FreeBSD NFS server today: +ceil(resid/16K) on sequential, unchanged within

@@ -265,6 +265,51 @@ def window(row, mx):
 
 
 # --------------------------------------------------------------------------------------------
+# replay with the cache model
+
+
+@njit(nogil=True, _nrt=False, inline='always')
+def serve_linux(world, f, row, off, cnt, fresh, stamp, mx, ver):
+    """One READ through Linux read-ahead against the cache model; returns the window size."""
+    c = world.cache
+    fs = world.fs
+    ctr = world.ctr
+    req = world.req
+    x = world.x
+    eof_bytes = world.fsize[f]
+    cnt = R.begin_request(f, off, cnt, fresh, world.pol, eof_bytes, fs, ctr, req)
+    if cnt > 0:
+        d_lo = off >> PAGE_SHIFT
+        d_hi = (off + cnt - 1) >> PAGE_SHIFT
+        ctr[R.C_DEMAND] += d_hi - d_lo + 1
+        x[X_STAMP] = stamp
+        x[X_DLO] = d_lo
+        x[X_DHI] = d_hi
+        x[X_EOFBYTES] = eof_bytes
+        x[X_EOFBLK] = (eof_bytes + PAGE - 1) >> PAGE_SHIFT if eof_bytes >= 0 else -1
+        linux_read((c, ctr, req, world.ops, x, fs), f, row, mx, ver, off, cnt)
+    R.end_request(f, off, cnt, fs, req)
+    return window(row, mx)
+
+
+@njit(nogil=True, _nrt=False)
+def serve_2632(row, params, f, off, cnt, t, fresh, stamp, world):
+    """The engine's serve step for ``linux-2.6.32``: its own read-ahead, 2.6.31-3.11 rules."""
+    return serve_linux(world, f, row, off, cnt, fresh, stamp, params[0] * 1024 // PAGE, 0)
+
+
+@njit(nogil=True, _nrt=False)
+def serve_312(row, params, f, off, cnt, t, fresh, stamp, world):
+    """The engine's serve step for ``linux-3.12``: its own read-ahead, 3.12+ rules."""
+    return serve_linux(world, f, row, off, cnt, fresh, stamp, params[0] * 1024 // PAGE, 1)
+
+
+def ops_bound(p: LinuxParams) -> int:
+    """At most this many disk reads per demand page of a request (window and hole search)."""
+    return 4 * p.ra_pages + 4
+
+
+# --------------------------------------------------------------------------------------------
 # detector contract (used by seqheur.detect with the stand-in cache)
 
 
@@ -290,7 +335,8 @@ def update_312(state, params, offset, count, time_ns):
 
 
 @detector("linux-2.6.32", params=LinuxParams, state_words=L_WORDS, builtin=True,
-          max_seqcount=lambda p: p.ra_pages,
+          max_seqcount=lambda p: p.ra_pages, serve=serve_2632, ops_bound=ops_bound, policy="linux",
+          block_size=PAGE,
           source="AndreiLux/ref-3.10 mm/readahead.c @ 147ee332 (2.6.31-3.11 rules); spec §4.5, §4.6")
 class Linux2632:
     """Linux 2.6.31-3.11 on-demand read-ahead: window ramp x4/x2 to ra_pages, PG_readahead
@@ -301,7 +347,8 @@ class Linux2632:
 
 
 @detector("linux-3.12", params=LinuxParams, state_words=L_WORDS, builtin=True,
-          max_seqcount=lambda p: p.ra_pages,
+          max_seqcount=lambda p: p.ra_pages, serve=serve_312, ops_bound=ops_bound, policy="linux",
+          block_size=PAGE,
           source="commit 2cad4018 (v3.12); CachyOS/linux mm/readahead.c @ 4cbe8f83; spec §4.6")
 class Linux312:
     """Linux 3.12+ on-demand read-ahead: as 2.6.32, but context read-ahead only when more
@@ -309,25 +356,3 @@ class Linux312:
 
     reset = reset
     update = update_312
-
-
-# --------------------------------------------------------------------------------------------
-# replay with the cache model
-
-
-@njit(nogil=True, _nrt=False, inline='always')
-def serve_linux(c, f, row, off, cnt, fresh, stamp, pol, eof_bytes, fs, ctr, req, ops, x):
-    """One READ through Linux read-ahead against the cache model; returns the window size."""
-    cnt = R.begin_request(f, off, cnt, fresh, pol, eof_bytes, fs, ctr, req)
-    if cnt > 0:
-        d_lo = off >> PAGE_SHIFT
-        d_hi = (off + cnt - 1) >> PAGE_SHIFT
-        ctr[R.C_DEMAND] += d_hi - d_lo + 1
-        x[X_STAMP] = stamp
-        x[X_DLO] = d_lo
-        x[X_DHI] = d_hi
-        x[X_EOFBYTES] = eof_bytes
-        x[X_EOFBLK] = (eof_bytes + PAGE - 1) >> PAGE_SHIFT if eof_bytes >= 0 else -1
-        linux_read((c, ctr, req, ops, x, fs), f, row, pol[R.P_RAPAGES], pol[R.P_LINUX_VER], off, cnt)
-    R.end_request(f, off, cnt, fs, req)
-    return window(row, pol[R.P_RAPAGES])

@@ -55,6 +55,15 @@ class DetectorInfo:
     source: str = ""
     max_seqcount: int | Callable[[Any], int] = 127
     builtin: bool = False
+    # How the detector's decision becomes disk reads in a replay: None = a read-ahead policy
+    # reads after ``update`` (``policy`` names the default one); else the detector's own
+    # read-ahead, a jitted engine serve step ``serve(row, params, f, off, cnt, t, fresh,
+    # stamp, world) -> seqcount`` (Linux), with ``block_size`` its page size and
+    # ``ops_bound(params)`` the most disk reads one demand block of a request may issue.
+    serve: Any = None
+    policy: str = "freebsd4-cluster"
+    block_size: int = 0
+    ops_bound: Callable[[Any], int] | None = None
 
     def words(self, p: Any) -> int:
         return int(self.state_words(p) if callable(self.state_words) else self.state_words)
@@ -118,7 +127,9 @@ def params_to_array(p: Any) -> np.ndarray:
 def register_detector(name: str, *, params: type, state_words: int | Callable[[Any], int],
                       reset: Any, update: Any, doc: str = "", source: str = "",
                       max_seqcount: int | Callable[[Any], int] = 127,
-                      replace: bool = False, builtin: bool = False) -> DetectorInfo:
+                      replace: bool = False, builtin: bool = False, serve: Any = None,
+                      policy: str | None = None, block_size: int = 0,
+                      ops_bound: Callable[[Any], int] | None = None) -> DetectorInfo:
     """Register a detector under ``name`` (see module docstring for the contract).
 
     ``reset``/``update`` may be numba dispatchers or plain Python functions (jitted here with
@@ -150,8 +161,14 @@ def register_detector(name: str, *, params: type, state_words: int | Callable[[A
         fns.append(fn)
     if name in _REGISTRY and not replace:
         raise SpecError(f"detector {name!r} is already registered")
+    if serve is not None and (ops_bound is None or block_size <= 0):
+        raise SpecError(f"detector {name!r}: a detector with its own read-ahead (serve) must "
+                        f"give block_size and ops_bound")
     info = DetectorInfo(name, params, state_words, fns[0], fns[1], doc=doc.strip(),
-                        source=source, max_seqcount=max_seqcount, builtin=builtin)
+                        source=source, max_seqcount=max_seqcount, builtin=builtin,
+                        serve=serve, policy=policy or ("own" if serve is not None
+                                                       else "freebsd4-cluster"),
+                        block_size=block_size, ops_bound=ops_bound)
     _REGISTRY[name] = info
     return info
 
@@ -159,7 +176,9 @@ def register_detector(name: str, *, params: type, state_words: int | Callable[[A
 def detector(name: str, *, params: type, state_words: int | Callable[[Any], int],
              doc: str | None = None, source: str = "",
              max_seqcount: int | Callable[[Any], int] = 127, replace: bool = False,
-             builtin: bool = False) -> Callable[[Any], Any]:
+             builtin: bool = False, serve: Any = None, policy: str | None = None,
+             block_size: int = 0,
+             ops_bound: Callable[[Any], int] | None = None) -> Callable[[Any], Any]:
     """Class (or module-like object) decorator: registers its ``reset`` and ``update``.
 
     >>> @detector("mine", params=MyParams, state_words=2)      # doctest: +SKIP
@@ -172,7 +191,9 @@ def detector(name: str, *, params: type, state_words: int | Callable[[Any], int]
         register_detector(name, params=params, state_words=state_words,
                           reset=getattr(obj, "reset"), update=getattr(obj, "update"),
                           doc=doc if doc is not None else (obj.__doc__ or ""), source=source,
-                          max_seqcount=max_seqcount, replace=replace, builtin=builtin)
+                          max_seqcount=max_seqcount, replace=replace, builtin=builtin,
+                          serve=serve, policy=policy, block_size=block_size,
+                          ops_bound=ops_bound)
         return obj
 
     return wrap

@@ -1,0 +1,328 @@
+"""The engine: one request loop, specialised by composition, for both replay and detect.
+
+For every READ of a chunk, in server order, the loop
+
+1. **admits** the request (replay: stops early when the disk-op buffer might overflow, so the
+   driver can hand the buffered reads to the disk model; starts loading the cache's hash line
+   for the request ``AHEAD`` places later; detect: always admits);
+2. **looks up** the file's slot in the table model (``lookup``, with the table's scalars
+   ``prepare``-d once per call so they stay in registers); a fresh slot is counted (fresh,
+   ejection when it held another file, cold when the file was never seen) and ``reset`` by the
+   detector;
+3. **serves** the request: ``serve(row, params, f, off, cnt, t, fresh, stamp, world)`` returns
+   the request's seqcount. In replay it is the detector's decision turned into disk reads — a
+   read-ahead policy after the detector's ``update`` (:func:`decide_then_read`), or the
+   detector's own read-ahead (Linux) — against the cache in ``world``; in detect it is the
+   detector's ``update`` alone (:func:`decide_only`);
+4. **records** the per-request columns (``record``; only when ``keep``).
+
+Each step is an ordinary jitted function; :func:`loop` closes a loop over one choice of them
+(numba treats the captured functions as constants, so calls are direct and inlined as in a
+hand-written loop). Loops are cached per process and on disk: numba keys a closure's cache
+entry by its captured values, which for jitted functions differ in every process, so
+:class:`EngineCache` keys it instead by the captured functions' names and the source of
+every module they (transitively) use — a change to any of them compiles afresh, and every
+process reuses one compilation otherwise.
+
+Run with ``NUMBA_DISABLE_JIT=1`` and every step is plain Python: the loop can be stepped
+through in a debugger and measured by coverage.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import threading
+from pathlib import Path
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+from numba import njit, uint64
+
+from . import cache as C
+from . import readahead as R
+
+AHEAD = 8  # requests between the prefetch of a request's hash line and its probe (4 and 8
+# measured alike; docs/performance.md)
+
+_LOCK = threading.Lock()
+_LOOPS: dict[tuple[Any, ...], Any] = {}
+
+
+class Requests(NamedTuple):
+    """One chunk of a read stream, as the loop reads it."""
+
+    file: np.ndarray  # int32: dense file index
+    offset: np.ndarray  # int64: bytes
+    count: np.ndarray  # int32: bytes
+    time_ns: np.ndarray  # int64: arrival time
+
+
+class TableCounts(NamedTuple):
+    """What the table did: ``counts`` [fresh slots, ejections, cold slots]; ``seen`` one byte
+    per file (1 once the file had a slot)."""
+
+    counts: np.ndarray  # int64[3]
+    seen: np.ndarray  # uint8[files]
+
+
+FRESH, EJECTIONS, COLD = 0, 1, 2
+
+
+def new_table_counts(n_files: int) -> TableCounts:
+    return TableCounts(np.zeros(3, np.int64), np.zeros(max(int(n_files), 1), np.uint8))
+
+
+# --------------------------------------------------------------------------------------------
+# the loop
+
+
+def loop(prepare: Any, lookup: Any, reset: Any, serve: Any, admit: Any, record: Any, *,
+         nrt: bool = False) -> Any:
+    """The request loop over one choice of steps (see the module docstring), compiled once per
+    process and cached on disk.
+
+    ``run(requests, lo, hi, base, table, rows, params, world, out, keep, tcounts) -> i``
+    processes requests ``lo..hi-1`` of ``requests`` (``base + i`` is request ``i``'s index in
+    the whole trace) and returns the index of the first request it did not process (``hi``
+    unless ``admit`` stopped it).
+
+    Steps are compiled without numba's reference counting (``_nrt=False``: passing arrays to a
+    separately compiled function in a hot loop otherwise costs an atomic increment and
+    decrement per array per call, 7-11x slower in our measurements); ``nrt=True`` is for
+    plug-in steps that allocate."""
+    key = (prepare, lookup, reset, serve, admit, record, nrt)
+    with _LOCK:
+        run = _LOOPS.get(key)
+        if run is None:
+            run = _compile(_make_loop(prepare, lookup, reset, serve, admit, record), nrt)
+            _LOOPS[key] = run
+    return run
+
+
+def _make_loop(prepare, lookup, reset, serve, admit, record):
+    def run(requests, lo, hi, base, table, rows, params, world, out, keep, tcounts):
+        scalars = prepare(table)
+        counts = tcounts.counts
+        seen = tcounts.seen
+        for i in range(lo, hi):
+            if not admit(world, requests, i, hi):
+                return i
+            f = requests.file[i]
+            off = requests.offset[i]
+            cnt = requests.count[i]
+            t = requests.time_ns[i]
+            slot, fresh, prev = lookup(table, scalars, f)
+            row = rows[uint64(slot)]  # unsigned: no negative-index wraparound code
+            if fresh:
+                counts[FRESH] += 1
+                if prev >= 0:
+                    counts[EJECTIONS] += 1
+                if seen[f] == 0:
+                    seen[f] = 1
+                    counts[COLD] += 1
+                reset(row, params, off, cnt, t)
+            seq = serve(row, params, f, off, cnt, t, fresh, base + i, world)
+            if keep:
+                record(out, i, seq, fresh, world)
+        return hi
+
+    return run
+
+
+# --------------------------------------------------------------------------------------------
+# steps shared by every detector
+
+
+@functools.cache
+def decide_only(update: Any) -> Any:
+    """Serve step of ``detect``: the detector's seqcount, nothing read."""
+
+    @njit(nogil=True, _nrt=False)
+    def serve(row, params, f, off, cnt, t, fresh, stamp, world):
+        return update(row, params, off, cnt, t)
+
+    return serve
+
+
+@njit(nogil=True, _nrt=False)
+def admit_all(world, requests, i, hi):
+    """Admit step of ``detect``: nothing to make room for."""
+    return True
+
+
+@njit(nogil=True, _nrt=False)
+def record_detect(out, i, seq, fresh, world):
+    """Record step of ``detect``: ``out`` = (seqcount, slot_fresh)."""
+    out[0][i] = seq
+    out[1][i] = fresh
+
+
+def without_nrt(fn: Any) -> Any:
+    """``fn`` compiled with ``_nrt=False`` (itself if it already is, or if it is not jitted)."""
+    if getattr(fn, "targetoptions", {}).get("_nrt", True) is False or not hasattr(fn, "py_func"):
+        return fn
+    return _rejit(fn)
+
+
+@functools.cache
+def _rejit(fn: Any) -> Any:
+    return njit(nogil=True, _nrt=False)(fn.py_func)
+
+
+def _compile(py_func: Callable[..., Any], nrt: bool = False) -> Any:
+    """``njit`` a loop closure with the on-disk cache keyed by what it captures."""
+    dispatcher = njit(nogil=True, _nrt=nrt)(py_func)
+    if hasattr(dispatcher, "py_func"):  # not under NUMBA_DISABLE_JIT
+        dispatcher._cache = EngineCache(dispatcher.py_func)
+    return dispatcher
+
+
+# --------------------------------------------------------------------------------------------
+# steps of replay (cache, read-ahead, disk reads)
+
+
+class World(NamedTuple):
+    """What the replay's steps read and write besides the table and the detector rows: the
+    policy's parameter words, the buffer cache, per-file history and sizes, the counters, the
+    current request's scratch words, the disk-op buffer and its room, and the detector's own
+    read-ahead scratch (Linux)."""
+
+    pol: np.ndarray  # int64[P_LEN], readahead.P_*
+    cache: C.CacheState
+    fs: np.ndarray  # int64[files, FS_LEN]: per-file history, readahead.FS_*
+    fsize: np.ndarray  # int64[files]: bytes, -1 unknown
+    ctr: np.ndarray  # int64[C_LEN]: counters, readahead.C_*
+    req: np.ndarray  # int64[R_LEN]: the current request's scratch words, readahead.R_*
+    ops: tuple  # three int64 arrays: file, byte offset, length of each buffered disk read
+    room: np.ndarray  # int64[2]: op buffer capacity, ops one block of a request may issue
+    x: np.ndarray  # int64[8]: a detector's own read-ahead scratch
+
+
+@njit(nogil=True, _nrt=False)
+def admit_replay(world, requests, i, hi):
+    """Stop before a request that might overflow the disk-op buffer; prefetch the cache's hash
+    line of the request ``AHEAD`` places later (the trace says which block comes next: the first
+    probe of a block not touched for a while is otherwise the loop's largest stall)."""
+    pol = world.pol
+    bsize = pol[R.P_BSIZE]
+    bsh = pol[R.P_BSHIFT]
+    cnt = requests.count[i]
+    if world.ctr[R.C_NOPS] + (((cnt + bsize - 1) >> bsh) + 2) * world.room[1] + 8 > world.room[0]:
+        return False
+    if i + AHEAD < hi:
+        C.prefetch_key(world.cache, C.make_key(requests.file[i + AHEAD],
+                                               requests.offset[i + AHEAD] >> bsh))
+    return True
+
+
+@njit(nogil=True, _nrt=False)
+def record_replay(out, i, seq, fresh, world):
+    """Record step of replay: ``out`` = (seqcount, slot_fresh, prefetch, hit and miss blocks,
+    cause), from the request's scratch words."""
+    req = world.req
+    out[0][i] = seq
+    out[1][i] = fresh
+    out[2][i] = req[R.R_PF]
+    out[3][i] = req[R.R_HIT]
+    out[4][i] = req[R.R_MISS]
+    out[5][i] = req[R.R_CAUSE]
+
+
+@functools.cache
+def decide_then_read(update: Any, request: Any) -> Any:
+    """Serve step of replay for a detector without read-ahead of its own: its seqcount, then
+    the read-ahead policy's ``request`` step reads demand and read-ahead blocks."""
+
+    @njit(nogil=True, _nrt=False)
+    def serve(row, params, f, off, cnt, t, fresh, stamp, world):
+        seq = update(row, params, off, cnt, t)
+        request(world.cache, f, off, cnt, seq, fresh, stamp, world.pol, world.fsize[f],
+                world.fs, world.ctr, world.req, world.ops)
+        return seq
+
+    return serve
+
+
+# --------------------------------------------------------------------------------------------
+# on-disk cache of closures
+
+
+def _identity(obj: Any) -> str:
+    """What a captured value is: a function's qualified name followed, for a closure, by the
+    identities of what it captures in turn; anything else by its repr."""
+    from numba.core.dispatcher import Dispatcher
+
+    py = obj.py_func if isinstance(obj, Dispatcher) else obj
+    if not inspect.isfunction(py):
+        return repr(obj)
+    name = f"{py.__module__}.{py.__qualname__}"
+    if py.__closure__:
+        name += "(" + ",".join(_identity(c.cell_contents) for c in py.__closure__) + ")"
+    return name
+
+
+def _source_digest(fn: Any) -> str:
+    """Digest of what the compiled code of closure ``fn`` depends on: the identity of what it
+    captures (:func:`_identity`) and the text of every source file of the functions it can
+    reach (captured, global, or attributes of seqheur modules, transitively)."""
+    from numba.core.dispatcher import Dispatcher
+
+    files: dict[str, str] = {}
+    todo = [fn]
+    visited: set[int] = set()
+    while todo:
+        o = todo.pop()
+        if id(o) in visited:
+            continue
+        visited.add(id(o))
+        py = o.py_func if isinstance(o, Dispatcher) else o
+        if not inspect.isfunction(py):
+            continue
+        path = inspect.getsourcefile(py)
+        if path and path not in files:
+            try:
+                files[path] = Path(path).read_text()
+            except OSError:
+                files[path] = f"<unreadable {path}>"
+        for value in list(py.__globals__.values()):
+            if isinstance(value, Dispatcher):
+                todo.append(value)
+            elif inspect.ismodule(value) and value.__name__.startswith("seqheur"):
+                # functions reached as module attributes (``C.lookup``)
+                todo.extend(v for v in vars(value).values() if isinstance(v, Dispatcher))
+        for cell in py.__closure__ or ():
+            todo.append(cell.cell_contents)
+    h = hashlib.sha256(_identity(fn).encode() + b"\0")
+    for path in sorted(files):
+        h.update(path.encode() + b"\0" + files[path].encode() + b"\0")
+    return h.hexdigest()
+
+
+def _cache_class() -> type:
+    from numba.core.caching import FunctionCache
+
+    class EngineCacheImpl(FunctionCache):
+        """numba's function cache, keyed for a closure by the names and sources of what it
+        captures instead of their pickled bytes (which differ per process)."""
+
+        def _index_key(self, sig, codegen):
+            code = self._py_func.__code__.co_code
+            captured = _source_digest(self._py_func)
+            return (sig, codegen.magic_tuple(),
+                    (hashlib.sha256(code).hexdigest(), captured))
+
+    return EngineCacheImpl
+
+
+class _LazyCacheClass:
+    cls: type | None = None
+
+    def __call__(self, py_func: Any) -> Any:
+        if self.cls is None:
+            self.cls = _cache_class()
+        return self.cls(py_func)
+
+
+EngineCache = _LazyCacheClass()
