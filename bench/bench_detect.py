@@ -74,8 +74,8 @@ def loop_rates(stream, det: str, table: str, reps: int) -> tuple[list[float], li
     spec, model = parse_detector(det), parse_table(table)
     prepare, lookup = steps_of(model)
     info = spec.info
-    loop = E.loop(prepare, lookup, E.without_nrt(info.reset),
-                  E.decide_only(E.without_nrt(info.update)), E.admit_all, E.record_detect)
+    loop = E.loop(prepare, lookup, E.without_nrt(info.reset), E.without_nrt(info.update),
+                  E.serve_nothing, E.admit_all, E.record_detect)
     n = len(stream)
     out = (np.empty(n, np.int16), np.empty(n, np.bool_))
     requests = E.Requests(np.ascontiguousarray(stream.file, np.int32), stream.offset,

@@ -41,7 +41,7 @@ from typing import NamedTuple
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.core import cgutils
+from numba.core import cgutils, config
 from numba.extending import intrinsic
 
 from .errors import SeqheurError
@@ -162,7 +162,9 @@ def parse_size(text: str | int) -> int:
 
 @njit(cache=True, nogil=True, _nrt=False)
 def make_key(f: int, block: int) -> int:
-    return (f << KEY_SHIFT) | block
+    # int64 first: numba widens an int32 file index itself, plain Python on numpy scalars
+    # (NUMBA_DISABLE_JIT) would shift it out of an int32
+    return (np.int64(f) << KEY_SHIFT) | block
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -252,6 +254,12 @@ def _prefetch(typingctx, arr, flat):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+if config.DISABLE_JIT:  # plain Python (stepping through the engine): a hint with no effect
+
+    def _prefetch(arr, flat):  # noqa: F811
+        return None
 
 
 @njit(cache=True, nogil=True, _nrt=False)

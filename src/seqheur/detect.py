@@ -103,13 +103,13 @@ def _run_detect(info: Any, table_steps: tuple[Any, Any], requests: Any, tab: Any
     prepare, lookup = table_steps
     n = len(requests.file)
     try:
-        run = E.loop(prepare, lookup, E.without_nrt(info.reset),
-                     E.decide_only(E.without_nrt(info.update)), E.admit_all, E.record_detect)
+        run = E.loop(prepare, lookup, E.without_nrt(info.reset), E.without_nrt(info.update),
+                     E.serve_nothing, E.admit_all, E.record_detect)
         run(requests, 0, n, 0, tab, state, params, 0, out, True, tcounts)
     except NumbaError:
         if info.builtin:
             raise
-        run = E.loop(prepare, lookup, info.reset, E.decide_only(info.update), E.admit_all,
+        run = E.loop(prepare, lookup, info.reset, info.update, E.serve_nothing, E.admit_all,
                      E.record_detect, nrt=True)
         run(requests, 0, n, 0, tab, state, params, 0, out, True, tcounts)
 

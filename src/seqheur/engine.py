@@ -78,8 +78,8 @@ def new_table_counts(n_files: int) -> TableCounts:
 # the loop
 
 
-def loop(prepare: Any, lookup: Any, reset: Any, serve: Any, admit: Any, record: Any, *,
-         nrt: bool = False) -> Any:
+def loop(prepare: Any, lookup: Any, reset: Any, decide: Any, serve: Any, admit: Any,
+         record: Any, *, nrt: bool = False) -> Any:
     """The request loop over one choice of steps (see the module docstring), compiled once per
     process and cached on disk.
 
@@ -92,16 +92,16 @@ def loop(prepare: Any, lookup: Any, reset: Any, serve: Any, admit: Any, record: 
     separately compiled function in a hot loop otherwise costs an atomic increment and
     decrement per array per call, 7-11x slower in our measurements); ``nrt=True`` is for
     plug-in steps that allocate."""
-    key = (prepare, lookup, reset, serve, admit, record, nrt)
+    key = (prepare, lookup, reset, decide, serve, admit, record, nrt)
     with _LOCK:
         run = _LOOPS.get(key)
         if run is None:
-            run = _compile(_make_loop(prepare, lookup, reset, serve, admit, record), nrt)
+            run = _compile(_make_loop(prepare, lookup, reset, decide, serve, admit, record), nrt)
             _LOOPS[key] = run
     return run
 
 
-def _make_loop(prepare, lookup, reset, serve, admit, record):
+def _make_loop(prepare, lookup, reset, decide, serve, admit, record):
     def run(requests, lo, hi, base, table, rows, params, world, out, keep, tcounts):
         scalars = prepare(table)
         counts = tcounts.counts
@@ -109,23 +109,27 @@ def _make_loop(prepare, lookup, reset, serve, admit, record):
         for i in range(lo, hi):
             if not admit(world, requests, i, hi):
                 return i
-            f = requests.file[i]
-            off = requests.offset[i]
-            cnt = requests.count[i]
-            t = requests.time_ns[i]
+            # unsigned index: numba then omits the negative-index wraparound code it cannot
+            # prove away for a loop that does not start at 0
+            u = uint64(i)
+            f = requests.file[u]
+            off = requests.offset[u]
+            cnt = requests.count[u]
+            t = requests.time_ns[u]
             slot, fresh, prev = lookup(table, scalars, f)
             row = rows[uint64(slot)]  # unsigned: no negative-index wraparound code
             if fresh:
                 counts[FRESH] += 1
                 if prev >= 0:
                     counts[EJECTIONS] += 1
-                if seen[f] == 0:
-                    seen[f] = 1
+                if seen[uint64(f)] == 0:
+                    seen[uint64(f)] = 1
                     counts[COLD] += 1
                 reset(row, params, off, cnt, t)
-            seq = serve(row, params, f, off, cnt, t, fresh, base + i, world)
+            seq = decide(row, params, off, cnt, t)
+            seq = serve(world, row, params, f, off, cnt, t, seq, fresh, base + i)
             if keep:
-                record(out, i, seq, fresh, world)
+                record(out, u, seq, fresh, world)
         return hi
 
     return run
@@ -135,15 +139,16 @@ def _make_loop(prepare, lookup, reset, serve, admit, record):
 # steps shared by every detector
 
 
-@functools.cache
-def decide_only(update: Any) -> Any:
-    """Serve step of ``detect``: the detector's seqcount, nothing read."""
+@njit(nogil=True, _nrt=False)
+def no_decision(row, params, off, cnt, t):
+    """Decide step of a detector that decides while it reads ahead (its serve step)."""
+    return 0
 
-    @njit(nogil=True, _nrt=False)
-    def serve(row, params, f, off, cnt, t, fresh, stamp, world):
-        return update(row, params, off, cnt, t)
 
-    return serve
+@njit(nogil=True, _nrt=False, inline="always")
+def serve_nothing(world, row, params, f, off, cnt, t, seq, fresh, stamp):
+    """Serve step of ``detect``: the seqcount as decided, nothing read."""
+    return seq
 
 
 @njit(nogil=True, _nrt=False)
@@ -208,12 +213,12 @@ def admit_replay(world, requests, i, hi):
     pol = world.pol
     bsize = pol[R.P_BSIZE]
     bsh = pol[R.P_BSHIFT]
-    cnt = requests.count[i]
+    cnt = requests.count[uint64(i)]
     if world.ctr[R.C_NOPS] + (((cnt + bsize - 1) >> bsh) + 2) * world.room[1] + 8 > world.room[0]:
         return False
     if i + AHEAD < hi:
-        C.prefetch_key(world.cache, C.make_key(requests.file[i + AHEAD],
-                                               requests.offset[i + AHEAD] >> bsh))
+        j = uint64(i + AHEAD)
+        C.prefetch_key(world.cache, C.make_key(requests.file[j], requests.offset[j] >> bsh))
     return True
 
 
@@ -228,21 +233,6 @@ def record_replay(out, i, seq, fresh, world):
     out[3][i] = req[R.R_HIT]
     out[4][i] = req[R.R_MISS]
     out[5][i] = req[R.R_CAUSE]
-
-
-@functools.cache
-def decide_then_read(update: Any, request: Any) -> Any:
-    """Serve step of replay for a detector without read-ahead of its own: its seqcount, then
-    the read-ahead policy's ``request`` step reads demand and read-ahead blocks."""
-
-    @njit(nogil=True, _nrt=False)
-    def serve(row, params, f, off, cnt, t, fresh, stamp, world):
-        seq = update(row, params, off, cnt, t)
-        request(world.cache, f, off, cnt, seq, fresh, stamp, world.pol, world.fsize[f],
-                world.fs, world.ctr, world.req, world.ops)
-        return seq
-
-    return serve
 
 
 # --------------------------------------------------------------------------------------------

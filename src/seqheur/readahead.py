@@ -598,17 +598,24 @@ def end_request(f, off, cnt, fs, req):
 
 
 @njit(nogil=True, _nrt=False, inline='always')
-def serve_request(c, f, off, cnt, seq, fresh, stamp, pol, eof_bytes, fs, ctr, req, ops):
-    """One READ under a FreeBSD, ``fixed`` or ``none`` policy, given the detector's seqcount."""
+def serve_request(world, row, params, f, off, cnt, t, seq, fresh, stamp):
+    """The engine's serve step of the FreeBSD, ``fixed`` and ``none`` policies: one READ,
+    given the detector's seqcount (returned unchanged)."""
+    pol = world.pol
+    c = world.cache
+    fs = world.fs
+    ctr = world.ctr
+    req = world.req
+    eof_bytes = world.fsize[f]
     cnt = begin_request(f, off, cnt, fresh, pol, eof_bytes, fs, ctr, req)
     if cnt > 0:
-        bsize = pol[P_BSIZE]
         d_lo = off >> pol[P_BSHIFT]
         d_hi = (off + cnt - 1) >> pol[P_BSHIFT]
         ctr[C_DEMAND] += d_hi - d_lo + 1
         kind = pol[P_KIND]
         if kind == POL_FREEBSD4 or kind == POL_FREEBSD:
-            freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, ops)
+            freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, world.ops)
         else:
-            simple_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, ops)
+            simple_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, world.ops)
     end_request(f, off, cnt, fs, req)
+    return seq

@@ -232,12 +232,12 @@ class Replayer:
             self.sizes = fsz
             if clip_eof:
                 fsize[:nf] = fsz
-        if info.serve is not None:
+        if info.serve is not None:  # the detector reads ahead itself
             per_blk = info.ops_bound(self.spec.params) + 8
-            serve = E.without_nrt(info.serve)
+            decide, serve = E.no_decision, E.without_nrt(info.serve)
         else:
             per_blk = R.max_ops_per_request(pol, 1)
-            serve = E.decide_then_read(E.without_nrt(info.update), self.policy.request)
+            decide, serve = E.without_nrt(info.update), self.policy.request
         self.world = E.World(pol, C.new_cache(self.cache_bytes, self.policy.bsize), fs, fsize,
                              np.zeros(R.C_LEN, np.int64), np.zeros(R.R_LEN, np.int64),
                              tuple(np.zeros(_OPS_CAP, np.int64) for _ in range(3)),
@@ -266,7 +266,7 @@ class Replayer:
         from .tables import steps_of
 
         prepare, lookup = steps_of(self.model)
-        self._run = E.loop(prepare, lookup, E.without_nrt(info.reset), serve,
+        self._run = E.loop(prepare, lookup, E.without_nrt(info.reset), decide, serve,
                            E.admit_replay, E.record_replay)
         self.base = 0
 

@@ -95,7 +95,8 @@ def combos():
                     yield det, tab, pol, cache
 
 
-def record() -> dict:
+def record(keep=lambda key: True) -> dict:
+    """Outputs of every combination whose key ``keep`` accepts (all by default)."""
     import seqheur
 
     result: dict = {}
@@ -103,11 +104,15 @@ def record() -> dict:
         entry: dict = {}
         for det in DETECTORS:
             for tab in TABLES:
+                if not keep(f"detect|{det}|{tab}"):
+                    continue
                 d = seqheur.detect(s, det, tab)
                 entry[f"detect|{det}|{tab}"] = {
                     "seqcount": digest(d.seqcount), "slot_fresh": digest(d.slot_fresh),
                     "summary": d.summary()}
         for det, tab, pol, cache in combos():
+            if not keep(f"replay|{det}|{tab}|{pol}|{cache}"):
+                continue
             r = seqheur.replay(s, det, tab, pol, cache=cache)
             req = r.requests
             cols = {c: digest(req[c].to_numpy() if c != "cause" else

@@ -292,14 +292,14 @@ def serve_linux(world, f, row, off, cnt, fresh, stamp, mx, ver):
     return window(row, mx)
 
 
-@njit(nogil=True, _nrt=False)
-def serve_2632(row, params, f, off, cnt, t, fresh, stamp, world):
+@njit(nogil=True, _nrt=False, inline="always")
+def serve_2632(world, row, params, f, off, cnt, t, seq, fresh, stamp):
     """The engine's serve step for ``linux-2.6.32``: its own read-ahead, 2.6.31-3.11 rules."""
     return serve_linux(world, f, row, off, cnt, fresh, stamp, params[0] * 1024 // PAGE, 0)
 
 
-@njit(nogil=True, _nrt=False)
-def serve_312(row, params, f, off, cnt, t, fresh, stamp, world):
+@njit(nogil=True, _nrt=False, inline="always")
+def serve_312(world, row, params, f, off, cnt, t, seq, fresh, stamp):
     """The engine's serve step for ``linux-3.12``: its own read-ahead, 3.12+ rules."""
     return serve_linux(world, f, row, off, cnt, fresh, stamp, params[0] * 1024 // PAGE, 1)
 

@@ -57,9 +57,10 @@ class DetectorInfo:
     builtin: bool = False
     # How the detector's decision becomes disk reads in a replay: None = a read-ahead policy
     # reads after ``update`` (``policy`` names the default one); else the detector's own
-    # read-ahead, a jitted engine serve step ``serve(row, params, f, off, cnt, t, fresh,
-    # stamp, world) -> seqcount`` (Linux), with ``block_size`` its page size and
-    # ``ops_bound(params)`` the most disk reads one demand block of a request may issue.
+    # read-ahead (Linux), a jitted engine serve step ``serve(world, row, params, f, off, cnt,
+    # t, seq, fresh, stamp) -> seqcount`` that replaces ``update`` in a replay, with
+    # ``block_size`` its page size and ``ops_bound(params)`` the most disk reads one demand
+    # block of a request may issue.
     serve: Any = None
     policy: str = "freebsd4-cluster"
     block_size: int = 0

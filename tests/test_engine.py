@@ -1,0 +1,73 @@
+"""The engine is ordinary code: under ``NUMBA_DISABLE_JIT=1`` the same loop runs as plain
+Python (so it can be stepped through and covered) and gives the compiled loop's results."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+import seqheur
+from seqheur import engine as E
+
+SCRIPT = r'''
+import json, sys, warnings
+import numpy as np
+import seqheur
+warnings.simplefilter("ignore")
+rng = np.random.default_rng(7)
+n = 400
+file = rng.integers(0, 6, n)
+offset = (rng.integers(0, 64, n) * 8192).astype(np.int64)
+offset[: n // 2] = np.arange(n // 2) * 8192 % (1 << 20)  # a sequential run first
+s = seqheur.ReadStream.from_arrays(file, offset, 8192)
+out = {}
+for det, pol in (("freebsd4", "auto"), ("slowdown", "fixed:4"), ("cursor", "none"),
+                 ("freebsd", "auto"), ("linux-3.12", "auto"), ("zfetch", "freebsd-cluster")):
+    r = seqheur.replay(s, det, "nfsheur:16x2", pol, cache="256KiB")
+    d = seqheur.detect(s, det, "raparms")
+    out[det] = {"summary": r.to_dict(), "requests": r.requests.to_dicts(),
+                "detect": d.seqcount.tolist()}
+print(json.dumps(out))
+'''
+
+
+def _run(disable_jit: bool) -> dict:
+    env = dict(os.environ, NUMBA_DISABLE_JIT="1" if disable_jit else "0")
+    out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, check=True,
+                         capture_output=True, text=True, timeout=900)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_plain_python_engine_gives_the_compiled_results() -> None:
+    compiled, plain = _run(False), _run(True)
+    for det in compiled:
+        assert plain[det]["requests"] == compiled[det]["requests"], det
+        assert plain[det]["detect"] == compiled[det]["detect"], det
+        for key, value in compiled[det]["summary"].items():
+            if isinstance(value, float):  # the disk model's sums: same operations, same order
+                assert abs(plain[det]["summary"][key] - value) <= 1e-9 * abs(value), key
+            else:
+                assert plain[det]["summary"][key] == value, (det, key)
+
+
+def test_built_in_tables_share_one_loop_and_detectors_get_their_own() -> None:
+    s = seqheur.ReadStream.from_arrays([1, 2, 1, 2], [0, 0, 8192, 8192], 8192)
+    before = set(E._LOOPS)
+    for table in ("freebsd4", "raparms", "ideal"):
+        seqheur.detect(s, "freebsd4", table)
+    seqheur.detect(s, "slowdown", "ideal")
+    new = [k for k in E._LOOPS if k not in before]
+    # at most one new loop per detector, whatever the table (none if an earlier test made it)
+    assert len(new) <= 2
+    keys = {k[3] for k in E._LOOPS}  # serve steps
+    assert len(keys) == len({(k[2], k[3]) for k in E._LOOPS})
+
+
+def test_requests_columns_are_typed_as_the_loop_expects() -> None:
+    r = E.Requests(np.zeros(1, np.int32), np.zeros(1, np.int64), np.zeros(1, np.int32),
+                   np.zeros(1, np.int64))
+    assert r._fields == ("file", "offset", "count", "time_ns")
