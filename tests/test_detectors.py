@@ -170,7 +170,11 @@ def test_always_never() -> None:
 def test_detector_specs() -> None:
     d = parse_detector("slowdown:window=64KiB")
     assert d.params.window == 65536 and d.spec == "slowdown"
-    assert parse_detector("slowdown:window=1MiB,seqmax=64").spec == "slowdown:window=1048576,seqmax=64"
+    assert parse_detector("slowdown:window=1MiB,seqmax=64").spec == "slowdown:window=1048576:seqmax=64"
+    # one size grammar with caches and policies: k/K/KiB binary, KB decimal
+    assert parse_detector("slowdown:window=64k").params.window == 65536
+    assert parse_detector("slowdown:window=64KB").params.window == 64000
+    assert parse_detector("linux-3.12:ra_kb=1MiB").params.ra_kb == 1024  # unit KiB
     assert parse_detector("cursor:cursors=8:window=0").state_words == 2 + 3 * 8
     assert parse_detector("zfetch:assume_more=yes").params.assume_more is True
     np.testing.assert_array_equal(parse_detector("freebsd").param_array(), [32768, 16, 16384, 127])
@@ -180,6 +184,8 @@ def test_detector_specs() -> None:
     ("linux", "unknown detector"), ("slowdown:wndow=3", "window=65536"),
     ("slowdown:window=big", "integer"), ("freebsd4:seqmax=300", "seqmax"),
     ("zfetch:assume_more=2", "boolean"), ("never:x=1", "none"), ("", "non-empty"),
+    ("freebsd4:seqmax=64k", "plain integer"), ("slowdown:window=1.2k", "whole number"),
+    ("linux-3.12:ra_kb=1000B", "KiB"),
 ])
 def test_bad_detector_specs(bad: str, words: str) -> None:
     with pytest.raises(SpecError, match=words):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from seqheur.errors import SpecError
-from seqheur.tables import (IdealTable, NfsheurTable, RaparmsTable, parse_table,
+from seqheur.tables import (IdealTable, NfsheurTable, RaparmsTable, get_table, parse_table,
                             registered_tables, splitmix64, table_lookup)
 
 
@@ -18,6 +18,12 @@ def test_aliases_and_grammar() -> None:
     assert parse_table("nfsheur:128x8:hash=uniform:seed=7") == NfsheurTable(128, 8, "uniform", 7)
     assert parse_table("raparms:threads=64") == RaparmsTable(64)
     assert parse_table("ideal") == IdealTable()
+    # one option grammar: positional SIZExPROBES or keys, ',' or ':', options after aliases
+    assert parse_table("nfsheur:size=64,probes=4") == NfsheurTable(64, 4)
+    assert parse_table("nfsheur") == NfsheurTable(64, 4)  # the documented defaults
+    assert parse_table("NFSHEUR:64X4,HASH=Dense") == NfsheurTable(64, 4, "dense")
+    assert parse_table("freebsd4:probes=8") == NfsheurTable(64, 8)
+    assert parse_table("ellard:seed=0x10") == NfsheurTable(1017, 32, seed=16)
     for spec in ("nfsheur:64x4", "nfsheur:64x4:hash=dense:seed=3", "raparms:threads=32",
                  "ideal"):
         assert parse_table(spec).spec == spec
@@ -25,10 +31,11 @@ def test_aliases_and_grammar() -> None:
 
 
 @pytest.mark.parametrize("bad, words", [
-    ("nfsheur", "SIZExPROBES"), ("nfsheur:64", "SIZExPROBES"), ("nfsheur:0x4", "size"),
+    ("nfsheur:64x4x2", "SIZExPROBES"), ("nfsheur:64", "SIZExPROBES"), ("nfsheur:0x4", "size"),
     ("nfsheur:64x4:hash=md5", "hash"), ("nfsheur:64x4:color=red", "unknown option"),
     ("raparms:threads=x", "integer"), ("ideal:hash=dense", "no options"),
-    ("btree", "unknown table"), ("", "non-empty"),
+    ("btree", "unknown table"), ("", "non-empty"), ("raparms:threads=8k", "plain integer"),
+    ("nfsheur:64x4:size=8", "twice"), ("nfsheur:64x4:hash", "key=value"),
 ])
 def test_bad_specs_name_the_problem(bad: str, words: str) -> None:
     with pytest.raises(SpecError, match=words):
@@ -36,9 +43,26 @@ def test_bad_specs_name_the_problem(bad: str, words: str) -> None:
 
 
 def test_registered_tables_lists_kinds_and_aliases() -> None:
-    names = [t["name"] for t in registered_tables()]
+    rows = registered_tables()
+    names = [t["name"] for t in rows]
     assert names[:3] == ["nfsheur", "raparms", "ideal"]
     assert {"freebsd4", "ellard", "freebsd"} <= set(names)
+    by = {r["name"]: r for r in rows}
+    assert by["nfsheur"]["grammar"] == "nfsheur:SIZExPROBES[:hash=uniform|dense][:seed=N]"
+    assert by["freebsd4"]["alias_of"] == "nfsheur:64x4"
+    assert [o["unit"] for o in by["nfsheur"]["options"]][:2] == ["slots", "slots"]
+    for r in rows[:3]:
+        assert r["doc"] and r["source"] and r["builtin"]
+
+
+def test_table_registry_entries() -> None:
+    from seqheur.tables import ideal_lookup, nfsheur_lookup
+
+    assert get_table("nfsheur").params is NfsheurTable
+    assert get_table("freebsd4").lookup is nfsheur_lookup  # an alias gives its target
+    assert get_table("ideal").lookup is ideal_lookup
+    with pytest.raises(SpecError, match="unknown table 'btree'; valid: nfsheur, raparms, ideal"):
+        get_table("btree")
 
 
 def test_splitmix64_matches_reference_values() -> None:

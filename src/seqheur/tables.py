@@ -48,14 +48,15 @@ All are compiled with ``_nrt=False``; call them from ``_nrt=False`` code (see _k
 from __future__ import annotations
 
 import math
-import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Union
 
 import numpy as np
 from numba import njit, uint64
 
 from .errors import SpecError
+from .options import format_spec, param
+from .registry import Entry, Registry
 
 # Table kinds in cfg[0]
 KIND_IDEAL = 0
@@ -100,19 +101,24 @@ def _h0(file_ids: np.ndarray, hash_kind: str, seed: int, modulus: int) -> np.nda
 
 
 # --------------------------------------------------------------------------------------------
-# models
+# models (each class is its kind's frozen params dataclass and, for the built-ins, the model)
+
+_HASHES = ("uniform", "dense")
+_HASH_DOC = ("start slot: uniform = splitmix64(file id XOR seed), standing for vnode "
+             "addresses; dense = the file's index in order of first appearance")
 
 
 @dataclass(frozen=True)
 class NfsheurTable:
     """FreeBSD ``nfsheur`` table: SIZE slots, PROBES probes per lookup (§1.4, §1b, §2.3)."""
 
-    size: int = 64
-    probes: int = 4
-    hash: str = "uniform"
-    seed: int = 0
+    size: int = param(64, unit="slots", doc="slots in the table, >= 1")
+    probes: int = param(4, unit="slots", doc="slots probed per lookup, >= 1")
+    hash: str = param("uniform", choices=_HASHES, doc=_HASH_DOC)
+    seed: int = param(0, doc="seed of the uniform hash")
 
     kind_name = "nfsheur"
+    spec_positional = ("size", "probes")  # nfsheur:64x4
 
     def __post_init__(self) -> None:
         if self.size < 1:
@@ -123,7 +129,7 @@ class NfsheurTable:
 
     @property
     def spec(self) -> str:
-        return f"nfsheur:{self.size}x{self.probes}" + _hash_suffix(self.hash, self.seed)
+        return format_spec(self.kind_name, self)
 
     def n_slots(self, n_files: int) -> int:
         return self.size
@@ -142,9 +148,10 @@ class NfsheurTable:
 class RaparmsTable:
     """Linux nfsd read-ahead parameter cache (≤ 5.3, §4.9): 16 MRU buckets."""
 
-    threads: int = 8
-    hash: str = "uniform"
-    seed: int = 0
+    threads: int = param(8, unit="threads", doc="nfsd threads: 16 buckets of "
+                         "max(2, ceil(2 x threads / 16)) entries, >= 1")
+    hash: str = param("uniform", choices=_HASHES, doc=_HASH_DOC)
+    seed: int = param(0, doc="seed of the uniform hash")
 
     kind_name = "raparms"
 
@@ -160,8 +167,7 @@ class RaparmsTable:
 
     @property
     def spec(self) -> str:
-        s = "raparms" + (f":threads={self.threads}" if self.threads != 8 else "")
-        return s + _hash_suffix(self.hash, self.seed)
+        return format_spec(self.kind_name, self)
 
     def n_slots(self, n_files: int) -> int:
         return RAPARM_BUCKETS * self.per_bucket
@@ -199,15 +205,44 @@ class IdealTable:
         return self.spec
 
 
-TableModel = Union[NfsheurTable, RaparmsTable, IdealTable]
+@dataclass(frozen=True)
+class PluginTable:
+    """A parsed spec of a registered plug-in table: ``params`` is its params dataclass
+    instance; the entry's ``make_state``/``n_slots`` and engine ``steps`` do the work."""
+
+    kind_name: str
+    params: Any
+    entry: Any = field(compare=False, repr=False, default=None)
+
+    @property
+    def spec(self) -> str:
+        return format_spec(self.kind_name, self.params)
+
+    def n_slots(self, n_files: int) -> int:
+        n = self.entry.n_slots
+        return int(n(self.params, n_files) if callable(n) else n)
+
+    def make_state(self, file_ids: np.ndarray) -> tuple[np.ndarray, ...]:
+        return self.entry.make_state(self.params, file_ids)
+
+    @property
+    def steps(self) -> tuple[Any, Any]:
+        return self.entry.steps
+
+    def __str__(self) -> str:
+        return self.spec
+
+
+TableModel = Union[NfsheurTable, RaparmsTable, IdealTable, PluginTable]
 
 ALIASES: dict[str, str] = {
     "freebsd4": "nfsheur:64x4",
     "ellard": "nfsheur:1017x32",
     "freebsd": "nfsheur:1031x32",
 }
-
-_HASHES = ("uniform", "dense")
+_ALIAS_DOCS = {"freebsd4": "FreeBSD 4.x (64 slots, 4 probes, & 63)",
+               "ellard": "Ellard & Seltzer's enlargement (1017 slots, 32 probes, % 1017)",
+               "freebsd": "FreeBSD since r228185 (1031 slots, 32 probes, % 1031)"}
 
 
 def _check_hash(h: str, kind: str) -> None:
@@ -215,86 +250,106 @@ def _check_hash(h: str, kind: str) -> None:
         raise SpecError(f"{kind}: hash must be one of {', '.join(_HASHES)}, not {h!r}")
 
 
-def _hash_suffix(h: str, seed: int) -> str:
-    return ("" if h == "uniform" else f":hash={h}") + (f":seed={seed}" if seed else "")
-
-
 # --------------------------------------------------------------------------------------------
-# spec strings
+# registry and spec strings
 
-_SIZE_RE = re.compile(r"^(\d+)x(\d+)$")
+
+def _register_builtins() -> None:
+    # the lookups are defined below; this runs on the first registry query
+    register_table("nfsheur", params=NfsheurTable, lookup=nfsheur_lookup, builtin=True,
+                   doc="FreeBSD NFS server nfsheur table: open addressing, use counts "
+                       "64/+16/2048 decayed while probing, victim = lowest use",
+                   source="spec/heuristics.md §1.4, §1b, §2.3; FreeBSD sys/nfs/nfs_serv.c",
+                   aliases={a: ALIASES[a] for a in ("freebsd4", "ellard", "freebsd")})
+    register_table("raparms", params=RaparmsTable, lookup=raparms_lookup, builtin=True,
+                   doc="Linux nfsd read-ahead parameter cache (<= 5.3): 16 MRU buckets of "
+                       "max(2, ceil(2*threads/16)) entries",
+                   source="spec/heuristics.md §4.9; Linux fs/nfsd/vfs.c nfsd_get_raparms")
+    register_table("ideal", params=IdealTable, lookup=ideal_lookup, builtin=True,
+                   doc="one slot per file, never ejected (upper bound)",
+                   source="seqheur: the upper bound of any table")
+
+
+TABLES = Registry("table", load=_register_builtins)
+
+
+def register_table(name: str, *, params: type, make_state: Any = None, n_slots: Any = None,
+                   lookup: Any = None, steps: tuple[Any, Any] | None = None, doc: str = "",
+                   source: str = "", aliases: "dict[str, str] | None" = None,
+                   replace: bool = False, builtin: bool = False) -> Entry:
+    """Register a table model under ``name``.
+
+    ``params``: a frozen dataclass (fields declared with :func:`seqheur.options.param`; a
+    ``spec_positional`` class attribute names fields taken positionally, ``x``-joined).
+    For a plug-in: ``make_state(params, file_ids) -> tab`` (a tuple of arrays),
+    ``n_slots(params, n_files) -> int`` (or an int), and ``lookup``: a numba-jitted
+    ``lookup(tab, f) -> (slot, fresh, prev_file)`` (``_nrt=False``-safe), or the engine's
+    ``steps = (prepare(tab) -> k, step(tab, k, f) -> (slot, fresh, prev_file))``.
+    The built-ins' params classes are the models themselves (``make_state``/``n_slots``
+    methods; the engine's steps by ``kind_name``). ``aliases``: alias name -> spec string.
+    """
+    TABLES.check(name, params)
+    if not builtin:
+        if make_state is None or n_slots is None or (lookup is None and steps is None):
+            raise SpecError(f"table {name!r}: a plug-in table needs make_state, n_slots and "
+                            f"lookup (or steps)")
+        if steps is None:
+            steps = _steps_of_lookup(lookup)
+    entry = TABLES.register(name, params=params, impl=lookup, doc=doc, source=source,
+                            builtin=builtin, replace=replace, make_state=make_state,
+                            n_slots=n_slots, lookup=lookup, steps=steps)
+    for a, spec in (aliases or {}).items():
+        TABLES.alias(a, spec, doc=_ALIAS_DOCS.get(a, "") if builtin else "", replace=replace)
+    return entry
+
+
+def _steps_of_lookup(lookup: Any) -> tuple[Any, Any]:
+    """Engine steps around a plug-in's ``lookup(tab, f)``: nothing hoisted per chunk."""
+    from numba import njit
+
+    @njit(nogil=True, _nrt=False)
+    def prepare(tab):
+        return 0
+
+    @njit(nogil=True, _nrt=False, inline="always")
+    def step(tab, k, f):
+        return lookup(tab, f)
+
+    return prepare, step
+
+
+def unregister_table(name: str) -> None:
+    """Remove a plug-in table (or an alias); built-ins cannot be removed."""
+    TABLES.unregister(name)
+
+
+def get_table(name: str) -> Entry:
+    """The registry entry of a table kind or alias (``name``, ``params``, ``doc``,
+    ``source``, ``builtin``, ``lookup``, ``make_state``, ``n_slots``, ``steps``)."""
+    return TABLES.get(name)
 
 
 def parse_table(spec: str | TableModel) -> TableModel:
     """Parse a table spec string (see module docstring) into a frozen model dataclass.
 
+    ``nfsheur:64x4`` = ``nfsheur:size=64,probes=4``; aliases take options
+    (``freebsd4:hash=dense``); a plug-in table gives a :class:`PluginTable`.
+
     >>> parse_table("freebsd4")
     NfsheurTable(size=64, probes=4, hash='uniform', seed=0)
     """
-    if isinstance(spec, (NfsheurTable, RaparmsTable, IdealTable)):
+    if isinstance(spec, (NfsheurTable, RaparmsTable, IdealTable, PluginTable)):
         return spec
-    if not isinstance(spec, str) or not spec.strip():
-        raise SpecError(f"table spec must be a non-empty string, not {spec!r}")
-    text = spec.strip()
-    head, _, rest = text.partition(":")
-    head = head.lower()
-    if head in ALIASES:
-        alias_head, _, alias_rest = ALIASES[head].partition(":")
-        head, rest = alias_head, alias_rest + (":" + rest if rest else "")
-    parts = [p for p in re.split(r"[:,]", rest) if p] if rest else []
-    if head == "nfsheur":
-        if not parts or not _SIZE_RE.match(parts[0]):
-            raise SpecError(f"table {spec!r}: nfsheur needs SIZExPROBES, e.g. nfsheur:64x4")
-        m = _SIZE_RE.match(parts[0])
-        assert m is not None
-        opts = _options(spec, parts[1:], {"hash", "seed"})
-        return NfsheurTable(int(m.group(1)), int(m.group(2)), **opts)
-    if head == "raparms":
-        return RaparmsTable(**_options(spec, parts, {"threads", "hash", "seed"}))
-    if head == "ideal":
-        if parts:
-            raise SpecError(f"table {spec!r}: ideal takes no options")
-        return IdealTable()
-    raise SpecError(f"unknown table {head!r} in {spec!r}; valid: nfsheur:SIZExPROBES, raparms, "
-                    f"ideal, or an alias ({', '.join(ALIASES)})")
-
-
-def _options(spec: str, parts: list[str], allowed: set[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for p in parts:
-        key, eq, val = p.partition("=")
-        key = key.strip().lower()
-        if not eq or key not in allowed:
-            raise SpecError(f"table {spec!r}: unknown option {p!r}; valid: "
-                            f"{', '.join(sorted(allowed))} (as key=value)")
-        if key == "hash":
-            out[key] = val.strip().lower()
-        else:
-            try:
-                out[key] = int(val, 0)
-            except ValueError:
-                raise SpecError(f"table {spec!r}: {key} must be an integer, not {val!r}") from None
-    return out
+    p = TABLES.parse(spec)
+    if p.entry.builtin and p.entry.make_state is None:
+        return p.params
+    return PluginTable(p.name, p.params, p.entry)
 
 
 def registered_tables() -> list[dict[str, Any]]:
-    """Table kinds and aliases with their parameters and defaults (for ``seqheur tables``)."""
-    return [
-        {"name": "nfsheur", "grammar": "nfsheur:SIZExPROBES[:hash=uniform|dense][:seed=N]",
-         "params": {"size": None, "probes": None, "hash": "uniform", "seed": 0},
-         "doc": "FreeBSD NFS server nfsheur table: open addressing, use counts 64/+16/2048 "
-                "decayed while probing, victim = lowest use (spec §1.4, §1b, §2.3)"},
-        {"name": "raparms", "grammar": "raparms[:threads=N][:hash=uniform|dense][:seed=N]",
-         "params": {"threads": 8, "hash": "uniform", "seed": 0},
-         "doc": "Linux nfsd read-ahead parameter cache (<= 5.3): 16 MRU buckets of "
-                "max(2, ceil(2*threads/16)) entries (spec §4.9)"},
-        {"name": "ideal", "grammar": "ideal", "params": {},
-         "doc": "one slot per file, never ejected (upper bound)"},
-    ] + [{"name": a, "grammar": a, "alias_of": t, "params": {},
-          "doc": {"freebsd4": "FreeBSD 4.x (64 slots, 4 probes, & 63)",
-                  "ellard": "Ellard & Seltzer's enlargement (1017 slots, 32 probes, % 1017)",
-                  "freebsd": "FreeBSD since r228185 (1031 slots, 32 probes, % 1031)"}[a]}
-         for a, t in ALIASES.items()]
+    """Table kinds, then aliases, with their grammar, options (default, unit, doc), doc and
+    source (for ``seqheur tables``)."""
+    return TABLES.describe()
 
 
 # --------------------------------------------------------------------------------------------

@@ -7,12 +7,13 @@ from dataclasses import dataclass
 
 from numba import njit
 
+from ..options import param
 from .registry import detector
 
 
 @dataclass(frozen=True)
 class AlwaysParams:
-    seqcount: int = 127
+    seqcount: int = param(127, doc="the seqcount of every READ, 0..127")
 
     def __post_init__(self) -> None:
         if not 0 <= self.seqcount <= 127:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from numba import njit, uint64
 
+from ..options import param
 from .registry import detector
 from .slowdown import step
 
@@ -35,9 +36,10 @@ C_WORDS = 3
 
 @dataclass(frozen=True)
 class CursorParams:
-    cursors: int = 4  # "a small and constant number" (paper §7); seqheur's choice
-    window: int = 65536  # SlowDown's match window
-    seqmax: int = 127
+    cursors: int = param(4, doc="cursors per file, 1..4096; paper §7: "
+                         "a small and constant number, seqheur's choice")
+    window: int = param(65536, unit="bytes", doc="SlowDown's match window")
+    seqmax: int = param(127, doc="seqcount cap, IO_SEQMAX; 1..127")
 
     def __post_init__(self) -> None:
         if not 1 <= self.cursors <= 4096:

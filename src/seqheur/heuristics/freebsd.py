@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from numba import njit
 
+from ..options import param
 from .registry import detector
 
 SEQ = 0
@@ -31,10 +32,13 @@ NEXTOFF = 1
 
 @dataclass(frozen=True)
 class FreebsdParams:
-    iosize: int = 32768  # f_iosize of the exported file system (UFS block size)
-    reorder: int = 16  # MAX_REORDERED_RPC
-    unit: int = 16384  # ramp unit (BKVASIZE-era constant in sequential_heuristic)
-    seqmax: int = 127
+    iosize: int = param(32768, unit="bytes",
+                        doc="f_iosize of the exported file system: UFS block size")
+    reorder: int = param(16, unit="RPCs", doc="MAX_REORDERED_RPC: a READ within reorder x "
+                         "max(iosize, count) of the expected offset keeps its seqcount")
+    unit: int = param(16384, unit="bytes",
+                      doc="ramp unit, a BKVASIZE-era constant in sequential_heuristic")
+    seqmax: int = param(127, doc="seqcount cap, IO_SEQMAX; 1..127")
 
     def __post_init__(self) -> None:
         if self.iosize < 1 or self.reorder < 0 or self.unit < 1:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from numba import njit
 
+from ..options import param
 from .registry import detector
 
 SEQ = 0
@@ -32,7 +33,7 @@ NEXTOFF = 1
 
 @dataclass(frozen=True)
 class Freebsd4Params:
-    seqmax: int = 127  # IO_SEQMAX
+    seqmax: int = param(127, doc="seqcount cap, IO_SEQMAX; 1..127")
 
     def __post_init__(self) -> None:
         if not 1 <= self.seqmax <= 127:

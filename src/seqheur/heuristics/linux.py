@@ -43,6 +43,7 @@ from numba import njit
 
 from .. import cache as C
 from .. import readahead as R
+from ..options import param
 from .registry import detector
 
 PAGE_SHIFT = 12
@@ -69,7 +70,8 @@ X_LEN = 5
 
 @dataclass(frozen=True)
 class LinuxParams:
-    ra_kb: int = 128  # bdi read_ahead_kb: VM_MAX_READAHEAD / VM_READAHEAD_PAGES (§4.2)
+    ra_kb: int = param(128, unit="KiB", doc="bdi read_ahead_kb, VM_MAX_READAHEAD / "
+                       "VM_READAHEAD_PAGES, §4.2; a multiple of 4 in 4..1048576")
 
     def __post_init__(self) -> None:
         if not 4 <= self.ra_kb <= 1 << 20 or self.ra_kb % 4:

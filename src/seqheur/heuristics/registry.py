@@ -18,8 +18,11 @@ The contract's ``reset(state, offset, count)``/``update(state, offset, count)`` 
 ``params`` (an int64 array, so one compiled kernel serves every parameter value) and
 ``time_ns`` (the request's arrival time; zfetch's stream reaping needs it).
 
-Spec strings: ``NAME[:k=v,...]`` (``,`` or ``:`` separate parameters; values are integers,
-optionally with a size suffix ``KiB``/``MiB``/``GiB``/``k``/``M``, or ``true``/``false``).
+Spec strings: ``NAME[:k=v,...]`` in the one grammar of :mod:`seqheur.options` (``,`` or ``:``
+separate parameters; each parameter's kind and unit come from its :func:`~seqheur.options.param`
+declaration: sizes ``64KiB``/``64k`` = 65536, ``64KB`` = 64000; counts plain integers;
+booleans ``true``/``false``). The registry is a :class:`seqheur.registry.Registry`
+(``DETECTORS``) holding :class:`DetectorInfo` entries.
 """
 
 from __future__ import annotations
@@ -32,14 +35,17 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import options as O
 from ..errors import SpecError
+from ..registry import Registry
 
 # built-in detector modules, imported on the first registry query
 BUILTINS = ("freebsd4", "slowdown", "cursor", "freebsd", "zfetch", "always", "never",
             "linux")  # linux: linux-2.6.32, linux-3.12 (issue 4)
 
-_REGISTRY: dict[str, "DetectorInfo"] = {}
 _builtins_loaded = False
+DETECTORS = Registry("detector", load=lambda: _load_builtins())
+_REGISTRY: dict[str, "DetectorInfo"] = DETECTORS._entries  # the registry's own dict
 
 
 @dataclass(frozen=True)
@@ -89,11 +95,9 @@ class DetectorSpec:
 
     @property
     def spec(self) -> str:
-        """Canonical spec string: the name plus every parameter that differs from its default."""
-        diffs = [f"{f.name}={_fmt_value(getattr(self.params, f.name))}"
-                 for f in dataclasses.fields(self.params)
-                 if getattr(self.params, f.name) != f.default]
-        return self.name + (":" + ",".join(diffs) if diffs else "")
+        """Canonical spec string: the name plus every parameter that differs from its default
+        (:func:`seqheur.options.format_spec`)."""
+        return O.format_spec(self.name, self.params)
 
     def param_array(self) -> np.ndarray:
         return params_to_array(self.params)
@@ -160,6 +164,7 @@ def register_detector(name: str, *, params: type, state_words: int | Callable[[A
                 raise SpecError(f"detector {name!r}: {label} must be a function")
             fn = njit(cache=True, nogil=True)(fn)
         fns.append(fn)
+    DETECTORS.check(name, params)
     if name in _REGISTRY and not replace:
         raise SpecError(f"detector {name!r} is already registered")
     if serve is not None and (ops_bound is None or block_size <= 0):
@@ -170,8 +175,7 @@ def register_detector(name: str, *, params: type, state_words: int | Callable[[A
                         serve=serve, policy=policy or ("own" if serve is not None
                                                        else "freebsd4-cluster"),
                         block_size=block_size, ops_bound=ops_bound)
-    _REGISTRY[name] = info
-    return info
+    return DETECTORS.add(info, replace=True)
 
 
 def detector(name: str, *, params: type, state_words: int | Callable[[Any], int],
@@ -202,13 +206,7 @@ def detector(name: str, *, params: type, state_words: int | Callable[[Any], int]
 
 def unregister_detector(name: str) -> None:
     """Remove a plug-in (built-ins cannot be removed)."""
-    _load_builtins()
-    info = _REGISTRY.get(name)
-    if info is None:
-        raise SpecError(f"detector {name!r} is not registered")
-    if info.builtin:
-        raise SpecError(f"detector {name!r} is built in and cannot be unregistered")
-    del _REGISTRY[name]
+    DETECTORS.unregister(name)
 
 
 def load_plugins(sources: "list[str] | tuple[str, ...]" = ()) -> list[str]:
@@ -257,66 +255,32 @@ def _load_builtins() -> None:
 
 
 def get_detector(name: str) -> DetectorInfo:
-    _load_builtins()
-    info = _REGISTRY.get(name)
-    if info is None:
-        raise SpecError(f"unknown detector {name!r}; valid: {', '.join(sorted(_REGISTRY))}")
-    return info
+    return DETECTORS.get(name)
 
 
 def registered_detectors() -> dict[str, DetectorInfo]:
     """Name -> DetectorInfo of every registered detector (built-ins first)."""
-    _load_builtins()
-    return dict(_REGISTRY)
+    return DETECTORS.entries()
 
 
 # --------------------------------------------------------------------------------------------
 # spec strings
 
-_SUFFIX = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "kib": 1024, "mib": 1024**2,
-           "gib": 1024**3, "kb": 1000, "mb": 1000**2, "gb": 1000**3}
-
-
 def parse_int(text: str) -> int:
-    """An integer with an optional size suffix (``64KiB`` -> 65536); raises ValueError."""
-    m = re.fullmatch(r"\s*([+-]?(?:0x[0-9a-f]+|\d+))\s*([a-z]*)\s*", text.lower())
-    if not m or m.group(2) not in _SUFFIX:
-        raise ValueError(text)
-    return int(m.group(1), 0) * _SUFFIX[m.group(2)]
+    """A size or integer: ``65536``, ``64KiB``/``64K``/``64k`` (= 65536), ``64KB`` (= 64000)
+    (the size grammar of :mod:`seqheur.options`); raises ValueError."""
+    from ..errors import SeqheurError
+
+    try:
+        return O.parse_size(text)
+    except SeqheurError:
+        raise ValueError(text) from None
 
 
 def parse_detector(spec: "str | DetectorSpec") -> DetectorSpec:
-    """Parse ``NAME[:k=v,...]`` into a :class:`DetectorSpec` (SpecError on any mistake)."""
+    """Parse ``NAME[:k=v,...]`` into a :class:`DetectorSpec` (SpecError on any mistake,
+    naming the spec and listing every parameter with its unit and default)."""
     if isinstance(spec, DetectorSpec):
         return spec
-    if not isinstance(spec, str) or not spec.strip():
-        raise SpecError(f"detector spec must be a non-empty string, not {spec!r}")
-    head, _, rest = spec.strip().partition(":")
-    info = get_detector(head.strip().lower())
-    names = {f.name: f for f in dataclasses.fields(info.params)}
-    values: dict[str, Any] = {}
-    for part in (p for p in re.split(r"[:,]", rest) if p.strip()):
-        key, eq, val = part.partition("=")
-        key = key.strip().lower()
-        if not eq or key not in names:
-            valid = ", ".join(f"{k}={_fmt_value(f.default)}" for k, f in names.items()) or "none"
-            raise SpecError(f"detector {spec!r}: unknown parameter {part!r}; "
-                            f"{info.name} takes: {valid}")
-        default = names[key].default
-        try:
-            if isinstance(default, bool):
-                low = val.strip().lower()
-                if low not in ("true", "false", "1", "0", "yes", "no"):
-                    raise ValueError(val)
-                values[key] = low in ("true", "1", "yes")
-            else:
-                values[key] = parse_int(val)
-        except ValueError:
-            raise SpecError(f"detector {spec!r}: {key} must be "
-                            f"{'a boolean' if isinstance(default, bool) else 'an integer'}, "
-                            f"not {val!r}") from None
-    try:
-        p = info.params(**values)
-    except (TypeError, ValueError) as exc:
-        raise SpecError(f"detector {spec!r}: {exc}") from None
-    return DetectorSpec(info.name, p)
+    p = DETECTORS.parse(spec)
+    return DetectorSpec(p.name, p.params)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from numba import njit
 
+from ..options import param
 from .registry import detector
 
 SEQ = 0
@@ -26,8 +27,9 @@ NEXTOFF = 1
 
 @dataclass(frozen=True)
 class SlowdownParams:
-    window: int = 65536  # bytes, paper §6.2
-    seqmax: int = 127
+    window: int = param(65536, unit="bytes", doc="a READ within this distance of the expected "
+                        "offset keeps its seqcount; paper §6.2: eight 8 KiB NFS blocks")
+    seqmax: int = param(127, doc="seqcount cap, IO_SEQMAX; 1..127")
 
     def __post_init__(self) -> None:
         if self.window < 0:

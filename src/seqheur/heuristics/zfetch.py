@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 from numba import njit
 
+from ..options import param
 from .registry import detector
 
 NRANGES = 9  # ZFETCH_RANGES
@@ -62,16 +63,17 @@ NS = 1_000_000_000
 
 @dataclass(frozen=True)
 class ZfetchParams:
-    shift: int = 17  # log2(recordsize): 128 KiB default recordsize
-    max_streams: int = 8  # zfetch_max_streams
-    min_sec_reap: int = 1  # zfetch_min_sec_reap (s)
-    max_sec_reap: int = 2  # zfetch_max_sec_reap (s)
-    min_distance: int = 4 * 1024 * 1024  # zfetch_min_distance (bytes)
-    max_distance: int = 64 * 1024 * 1024  # zfetch_max_distance (bytes)
-    max_reorder: int = 16 * 1024 * 1024  # zfetch_max_reorder (bytes)
-    hole_shift: int = 2  # zfetch_hole_shift (holes <= 1/4)
-    assume_more: bool = False  # treat every hit as if prefetch I/O lagged ("more")
-    seqmax: int = 127
+    shift: int = param(17, unit="log2 bytes",
+                       doc="log2 of the recordsize, 9..24; 17 = the 128 KiB default")
+    max_streams: int = param(8, doc="zfetch_max_streams, 1..64")
+    min_sec_reap: int = param(1, unit="s", doc="zfetch_min_sec_reap")
+    max_sec_reap: int = param(2, unit="s", doc="zfetch_max_sec_reap")
+    min_distance: int = param(4 * 1024 * 1024, unit="bytes", doc="zfetch_min_distance")
+    max_distance: int = param(64 * 1024 * 1024, unit="bytes", doc="zfetch_max_distance")
+    max_reorder: int = param(16 * 1024 * 1024, unit="bytes", doc="zfetch_max_reorder")
+    hole_shift: int = param(2, unit="log2", doc="zfetch_hole_shift: holes <= 1/4")
+    assume_more: bool = param(False, doc="treat every hit as if prefetch I/O lagged: zfetch's more")
+    seqmax: int = param(127, doc="seqcount cap, IO_SEQMAX; 1..127")
 
     def __post_init__(self) -> None:
         if not 9 <= self.shift <= 24:
