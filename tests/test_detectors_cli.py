@@ -82,7 +82,7 @@ def test_detect_ops_include_writes(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("args, words", [
     (["--detector", "nope"], "unknown detector 'nope'"),
-    (["--detector", "slowdown:size=1"], "slowdown takes: window=65536"),
+    (["--detector", "slowdown:size=1"], "valid: window=65536 bytes"),
     (["--table", "nfsheur:64y4"], "SIZExPROBES"),
     (["--plugin", "/nonexistent/p.py"], "no such file"),
 ])

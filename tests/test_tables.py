@@ -167,3 +167,53 @@ def test_kernel_matches_python_reference(data, size: int, probes: int, slowdown:
     r = seqheur.detect(s, "slowdown" if slowdown else "freebsd4", model)
     assert r.seqcount.tolist() == ref_seq
     assert r.slot_fresh.tolist() == ref_fresh
+
+
+def test_plugin_table_registered_and_used_by_name() -> None:
+    """A table plug-in: params dataclass + make_state + n_slots + jitted lookup(tab, f)."""
+    from dataclasses import dataclass
+
+    from numba import njit, uint64
+
+    import seqheur
+    from seqheur.options import param
+    from seqheur.streams import ReadStream
+    from seqheur.tables import register_table, unregister_table
+
+    @dataclass(frozen=True)
+    class ModParams:
+        spec_positional = ("slots",)
+        slots: int = param(16, unit="slots", doc="file f lives in slot f mod slots")
+
+    @njit(nogil=True, _nrt=False)
+    def mod_lookup(tab, f):
+        slot_file = tab[0]
+        s = f % slot_file.shape[0]
+        prev = slot_file[uint64(s)]
+        if prev == f:
+            return s, 0, -1
+        slot_file[uint64(s)] = f
+        return s, 1, prev
+
+    with pytest.raises(SpecError, match="needs make_state"):
+        register_table("modulo", params=ModParams, lookup=mod_lookup)
+    register_table("modulo", params=ModParams, lookup=mod_lookup, doc="f mod slots",
+                   make_state=lambda p, ids: (np.full(p.slots, -1, np.int64),),
+                   n_slots=lambda p, n: p.slots)
+    try:
+        m = parse_table("modulo:1")
+        assert m.spec == "modulo:1" and m.n_slots(10) == 1 and m.kind_name == "modulo"
+        assert parse_table("modulo:slots=1") == m
+        s = ReadStream.from_arrays(np.array([0, 0, 1, 0]), np.array([0, 8192, 0, 16384]),
+                                   np.full(4, 8192))
+        r = seqheur.detect(s, "freebsd4", "modulo:1")
+        # one slot shared by two files: file 1 ejects file 0, which then starts over
+        assert r.slot_fresh.tolist() == [True, False, True, True]
+        assert r.summary()["table"] == "modulo:1"
+        assert "modulo" in [t["name"] for t in registered_tables()]
+    finally:
+        unregister_table("modulo")
+    with pytest.raises(SpecError, match="unknown table 'modulo'"):
+        parse_table("modulo:1")
+    with pytest.raises(SpecError, match="built in"):
+        unregister_table("nfsheur")

@@ -135,25 +135,11 @@ def new_cache(capacity_bytes: int, block_size: int) -> CacheState:
 
 
 def parse_size(text: str | int) -> int:
-    """Bytes from ``256MiB``, ``64k``, ``1G``, ``4096`` (binary units; k/M/G = KiB/MiB/GiB)."""
-    if isinstance(text, (int, np.integer)):
-        return int(text)
-    s = str(text).strip()
-    units = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
-             "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
-             "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
-    num = s.rstrip("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-    unit = s[len(num):].strip().lower()
-    try:
-        value = float(num)
-    except ValueError:
-        raise SeqheurError(f"size {text!r}: expected a number with an optional unit such as 256MiB") from None
-    if unit not in units:
-        raise SeqheurError(f"size {text!r}: unknown unit {unit!r} (use KiB, MiB, GiB)")
-    out = int(value * units[unit])
-    if out < 0:
-        raise SeqheurError(f"size {text!r} is negative")
-    return out
+    """Bytes from ``256MiB``, ``64k``, ``1G``, ``4096``, ``1.5KiB``: the size grammar of
+    :func:`seqheur.options.parse_size` (K/M/G, KiB/MiB/GiB binary; KB/MB/GB decimal)."""
+    from .options import parse_size as _parse_size
+
+    return _parse_size(text)
 
 
 # --------------------------------------------------------------------------------------------

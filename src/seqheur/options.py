@@ -233,6 +233,8 @@ def parse_size(text: "str | int") -> int:
         if v < 0:
             raise SpecError(f"size {text!r} is negative")
         return v
+    if isinstance(text, float) and text.is_integer() and text >= 0:
+        return int(text)
     if not isinstance(text, str):
         raise SpecError(f"size {text!r}: expected {_SIZE_HELP}")
     if text.strip().startswith("-"):

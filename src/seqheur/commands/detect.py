@@ -73,13 +73,14 @@ def tables(as_json: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title="table models")
-    for col in ("spec", "defaults", "description"):
+    t = Table(title="table models (spec: NAME[:POSITIONAL][:k=v,...])")
+    for col in ("spec", "options (default unit)", "description"):
         t.add_column(col)
     for r in rows:
-        defaults = ", ".join(f"{k}={v}" for k, v in r["params"].items() if v is not None)
+        opts = "\n".join(f"{o['name']}={o['default']}" + (f" {o['unit']}" if o["unit"] else "")
+                         for o in r.get("options", ()))
         doc = r["doc"] + (f" (= {r['alias_of']})" if "alias_of" in r else "")
-        t.add_row(r["grammar"], defaults or "-", doc)
+        t.add_row(r["grammar"], opts or "-", doc)
     Console().print(t)
 
 

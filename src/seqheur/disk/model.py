@@ -139,6 +139,7 @@ class DiskModel:
     def __init__(self, profile: DiskProfile, layout: Layout | None = None, *,
                  drive_cache: bool = True, host_mbps: float | None = None) -> None:
         self.profile = profile
+        self.spec = profile.name  # the disk spec it was made from (DiskSpec.model sets options)
         self.layout = layout or Layout()
         c = profile.cache
         use_cache = drive_cache and c.enabled
@@ -160,7 +161,13 @@ class DiskModel:
     @classmethod
     def from_profile(cls, profile: "DiskProfile | str", layout: Layout | None = None, *,
                      drive_cache: bool = True, host_mbps: float | None = None) -> "DiskModel":
-        """From a DiskProfile, a bundled profile name or a profile JSON path."""
+        """From a DiskProfile, a registered profile name or spec (``ide-7200``,
+        ``ide-7200:drive_cache=false``, see :mod:`seqheur.disk.registry`; the spec's options
+        combine with the arguments) or a profile JSON path."""
+        from .registry import is_disk_spec, parse_disk
+
+        if isinstance(profile, str) and is_disk_spec(profile):
+            return parse_disk(profile).model(layout, drive_cache=drive_cache, host_mbps=host_mbps)
         return cls(load_profile(profile), layout, drive_cache=drive_cache, host_mbps=host_mbps)
 
     @property
