@@ -331,7 +331,8 @@ def test_registry_shape() -> None:
     assert reg.parse("nfs8:bsize=16k").spec == "fixed:8:bsize=16384"
     with pytest.raises(SpecError, match="n required: fixed:N"):
         reg.parse("fixed:bsize=4k")
-    with pytest.raises(SpecError, match=r"unknown gadget 'flux'; valid: fixed; aliases: nfs8 \(= fixed:8\)"):
+    with pytest.raises(SpecError,
+                       match=r"unknown gadget 'flux'; valid: fixed; aliases: nfs8 \(= fixed:8\)"):
         reg.parse("flux")
     with pytest.raises(SpecError, match="already registered"):
         reg.register("fixed", params=Knobs)

@@ -100,7 +100,8 @@ def param(default: Any, *, unit: str = "", doc: str = "", kind: str | None = Non
     if k == "choice" and default not in ch:
         raise ValueError(f"param default {default!r} is not one of its choices {ch}")
     if k == "size" and unit not in UNIT_BYTES:
-        raise ValueError(f"a size param's unit must be one of {', '.join(UNIT_BYTES)}, not {unit!r}")
+        raise ValueError(f"a size param's unit must be one of {', '.join(UNIT_BYTES)}, "
+                         f"not {unit!r}")
     if k == "count" and not unit:
         unit = "count"
     return dataclasses.field(default=default, metadata={

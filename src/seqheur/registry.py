@@ -29,7 +29,7 @@ from .errors import SpecError
 NAME_RE = r"[a-z][a-z0-9_]*(?:[.-][a-z0-9_]+)*"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity (``extra`` is a dict)
 class Entry:
     """A registered model: its name, params dataclass, implementation, doc and source."""
 
@@ -209,7 +209,8 @@ class Registry:
 
     def __contains__(self, name: object) -> bool:
         self._ensure()
-        return name in self._entries or name in self._aliases
+        key = name.strip().lower() if isinstance(name, str) else name
+        return key in self._entries or key in self._aliases
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())

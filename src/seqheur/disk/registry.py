@@ -68,7 +68,8 @@ def _register_bundled() -> None:
 DISKS = Registry("disk profile", load=_register_bundled)
 
 
-def register_disk(name: str, *, profile: "DiskProfile | str | os.PathLike[str] | Callable[[], DiskProfile]",
+def register_disk(name: str, *,
+                  profile: "DiskProfile | str | os.PathLike[str] | Callable[[], DiskProfile]",
                   doc: str = "", source: str = "", params: type = DiskParams,
                   replace: bool = False, builtin: bool = False) -> Entry:
     """Register a disk profile under ``name``: a :class:`DiskProfile`, a profile JSON path, or
