@@ -33,7 +33,22 @@ def test_grid_expansion():
     assert dets == ["always", "freebsd4", "slowdown:window=16384", "slowdown:window=65536"]
     assert tabs == ["freebsd4", "ideal", "nfsheur:8x2"]
     assert len(configs) == 12 and len({c.config_id for c in configs}) == 12
-    assert {c.policy for c in configs} == {"freebsd4-cluster"} and {c.profile for c in configs} == {"ide-7200"}
+    # defaults come from ReplayConfig: each detector's own default policy
+    assert {c.policy for c in configs} == {"auto"} and {c.profile for c in configs} == {"ide-7200"}
+
+
+def test_sweep_over_every_registered_detector_with_defaults(trace):
+    from seqheur.heuristics.registry import registered_detectors
+    from seqheur.sweep import sweep
+
+    names = sorted(registered_detectors())
+    rows = sweep(trace, grid_from_dict({"detector": names}))
+    assert sorted(rows["detector"].to_list()) == names
+    assert set(rows["policy"].to_list()) == {"auto"}  # as asked; resolved in policy_name
+    policies = dict(zip(rows["detector"].to_list(), rows["policy_name"].to_list()))
+    assert policies["freebsd4"] == "freebsd4-cluster" and policies["linux-3.12"] == "linux"
+    assert policies["freebsd"] == "freebsd-cluster"
+    assert (rows["requests"] > 0).all()
 
 
 def test_bad_grid(tmp_path):

@@ -65,6 +65,8 @@ _API: dict[str, str] = {
     "ReplayResult": "replay:ReplayResult",
     "parse_policy": "readahead:parse_policy",
     "Policy": "readahead:Policy",
+    "ReplayConfig": "config:ReplayConfig",
+    "METRICS": "metrics:METRICS",
 }
 
 

@@ -50,6 +50,7 @@ from numba import njit
 
 from . import cache as C
 from .errors import SpecError
+from .metrics import CAUSES  # noqa: F401  (cause names, in code order 1..6)
 
 # policy kinds
 POL_NONE = 0
@@ -97,7 +98,6 @@ CAUSE_NONSEQUENTIAL = 3
 CAUSE_COLD = 4
 CAUSE_EVICTED = 5
 CAUSE_SHORT = 6
-CAUSES = ("ejected", "reordered", "nonsequential", "cold", "evicted", "short")
 
 # per-request scratch words
 R_PF = 0

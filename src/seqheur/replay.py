@@ -61,13 +61,16 @@ from numba import njit
 
 from . import cache as C
 from . import engine as E
+from . import metrics as M
+from .config import DEFAULT, ReplayConfig, resolve_policy
 from . import readahead as R
 from .errors import SeqheurError, SpecError
 from .streams import ReadStream
 
-DEFAULT_CACHE = "256MiB"
-DEFAULT_PROFILE = "ide-7200"
-DEFAULT_REORDER_WINDOW = 65536  # Ellard & Seltzer's SlowDown window, "within 64k" (paper §6.2)
+# defaults live in seqheur.config.ReplayConfig; these names are kept for callers
+DEFAULT_CACHE = DEFAULT.cache
+DEFAULT_PROFILE = DEFAULT.profile
+DEFAULT_REORDER_WINDOW = DEFAULT.reorder_window
 _STEP = 1 << 22  # requests per progress step
 _AHEAD = 8  # requests between the prefetch of a request's hash line and its probe (4 and 8
 # measured alike; docs/performance.md)
@@ -80,12 +83,7 @@ _REQUEST_COLUMNS = (("file", np.int32), ("offset", np.int64), ("count", np.int32
                     ("miss_blocks", np.int32), ("cause", np.int8))
 _LOOP_COLUMNS = _REQUEST_COLUMNS[3:]
 
-SUMMARY_KEYS = (
-    "detector", "table", "policy", "cache", "profile", "requests", "demand_blocks", "hits",
-    "misses", "prefetched", "prefetch_used", "prefetch_wasted", "coverage", "accuracy",
-    "table_ejections", "lost_ejected", "lost_reordered", "lost_nonsequential", "lost_cold",
-    "lost_evicted", "disk_ops", "disk_seconds", "throughput_mbps",
-)
+SUMMARY_KEYS = M.SUMMARY_KEYS  # the summary columns, in order (seqheur.metrics)
 
 # --------------------------------------------------------------------------------------------
 # result
@@ -149,23 +147,6 @@ class ReplayResult:
 # the replayer (all state, chunk by chunk)
 
 
-def _resolve_policy(policy: Any, info: Any) -> R.Policy:
-    """The read-ahead policy of a replay: ``auto`` is the detector's default; a detector with
-    read-ahead of its own (``info.serve``) takes only its own."""
-    auto = policy is None or (isinstance(policy, str) and policy.strip().lower() == "auto")
-    if info.serve is not None:
-        own = R.own_read_ahead(info.policy, info.block_size)
-        if auto or (isinstance(policy, str) and policy.strip().lower() == info.policy):
-            return own
-        raise SpecError(f"detector {info.name} decides its own read-ahead: use policy "
-                        f"{info.policy!r} or 'auto', not {str(policy)!r}")
-    pol = R.parse_policy(info.policy if auto else policy)
-    if pol.request is None:
-        raise SpecError(f"policy {pol.spec!r} is a detector's own read-ahead and goes with "
-                        f"that detector, not {info.name!r}")
-    return pol
-
-
 def observed_file_sizes(stream: ReadStream) -> np.ndarray:
     """Per-file size estimate: the largest ``offset + count`` the stream reads (int64[F])."""
     sizes = np.zeros(stream.n_files, np.int64)
@@ -195,8 +176,9 @@ class Replayer:
     being kept, and the file appears when :meth:`result` finishes it (:meth:`abort` drops it).
     """
 
-    def __init__(self, file_ids: np.ndarray, *, detector: Any = "freebsd4",
-                 table: Any = "freebsd4", policy: Any = "auto", cache: Any = DEFAULT_CACHE,
+    def __init__(self, file_ids: np.ndarray, *, detector: Any = DEFAULT.detector,
+                 table: Any = DEFAULT.table, policy: Any = DEFAULT.policy,
+                 cache: Any = DEFAULT_CACHE,
                  profile: Any = DEFAULT_PROFILE, file_sizes: np.ndarray | None = None,
                  reorder_window: int = DEFAULT_REORDER_WINDOW, layout: Any = None,
                  drive_cache: bool = True, per_request: bool = True,
@@ -208,7 +190,7 @@ class Replayer:
         self.spec = parse_detector(detector)
         self.model = parse_table(table)
         info = self.spec.info
-        self.policy = _resolve_policy(policy, info)
+        self.policy = resolve_policy(policy, info)
         self.cache_bytes = C.parse_size(cache)
         self.cache_text = cache if isinstance(cache, str) else f"{self.cache_bytes}B"
         if reorder_window < 0:
@@ -349,17 +331,13 @@ class Replayer:
     # -- results ------------------------------------------------------------------------------
 
     def summary(self) -> dict[str, Any]:
+        """The summary row (:data:`seqheur.metrics.METRICS`, in that order)."""
         self._flush()
         ctr = self.ctr
         meta = self.world.cache.meta
-        used = int(ctr[R.C_USED])
-        prefetched = int(ctr[R.C_PREFETCHED])
-        evicted_unused = int(meta[C.M_EVICT_UNUSED])
-        unused_end = int(meta[C.M_PF_RESIDENT])
-        misses = int(ctr[R.C_MISSES])
-        demand_bytes = int(ctr[R.C_DEMAND_BYTES])
-        disk_s = self.disk_seconds if self.disk is not None else float("nan")
-        out: dict[str, Any] = {
+        counts = self.tcounts.counts
+        has_disk = self.disk is not None
+        row: dict[str, Any] = {
             "detector": self.spec.spec,
             "table": self.model.spec,
             "policy": self.policy.spec,
@@ -368,50 +346,33 @@ class Replayer:
             "requests": int(ctr[R.C_REQUESTS]),
             "demand_blocks": int(ctr[R.C_DEMAND]),
             "hits": int(ctr[R.C_HITS]),
-            "misses": misses,
-            "prefetched": prefetched,
-            "prefetch_used": used,
-            "prefetch_wasted": evicted_unused + unused_end,
-            "coverage": used / (used + misses) if used + misses else float("nan"),
-            "accuracy": used / prefetched if prefetched else float("nan"),
-            "table_ejections": int(self.tcounts.counts[E.EJECTIONS]),
-        }
-        for k, name in enumerate(R.CAUSES):
-            out[f"lost_{name}"] = int(ctr[R.C_LOST + k])
-        out.update({
+            "misses": int(ctr[R.C_MISSES]),
+            "prefetched": int(ctr[R.C_PREFETCHED]),
+            "prefetch_used": int(ctr[R.C_USED]),
+            "table_ejections": int(counts[E.EJECTIONS]),
+            **{f"lost_{name}": int(ctr[R.C_LOST + k]) for k, name in enumerate(M.CAUSES)},
             "disk_ops": int(ctr[R.C_OPS]),
-            "disk_seconds": disk_s,
-            "throughput_mbps": (demand_bytes / 1e6 / disk_s
-                                if self.disk is not None and disk_s > 0 else float("nan")),
-            # more keys
+            "disk_seconds": self.disk_seconds if has_disk else float("nan"),
             "block_size": int(self.policy.bsize),
             "cache_bytes": self.cache_bytes,
             "files": len(self.file_ids),
-            "demand_bytes": demand_bytes,
+            "demand_bytes": int(ctr[R.C_DEMAND_BYTES]),
             "zero_length_requests": int(ctr[R.C_ZERO]),
-            "prefetch_evicted": evicted_unused,
-            "prefetch_unused_at_end": unused_end,
-            "table_fresh": int(self.tcounts.counts[E.FRESH]),
+            "prefetch_evicted": int(meta[C.M_EVICT_UNUSED]),
+            "prefetch_unused_at_end": int(meta[C.M_PF_RESIDENT]),
+            "table_fresh": int(counts[E.FRESH]),
+            "table_cold": int(counts[E.COLD]),
             "disk_sync_ops": int(ctr[R.C_SYNC_OPS]),
             "disk_bytes": int(ctr[R.C_OP_BYTES]),
-            "disk_positionings": self.disk_positionings if self.disk is not None else None,
-            "disk_cache_hits": self.disk_hits if self.disk is not None else None,
+            "disk_positionings": self.disk_positionings if has_disk else None,
+            "disk_cache_hits": self.disk_hits if has_disk else None,
             "reorder_window": self.reorder_window,
-            "hit_ratio": int(ctr[R.C_HITS]) / int(ctr[R.C_DEMAND]) if ctr[R.C_DEMAND] else float("nan"),
-        })
-        return out
+        }
+        row.update(M.derive(row))
+        return {k: row[k] for k in M.SUMMARY_KEYS}
 
     def result(self) -> ReplayResult:
-        import polars as pl
-
-        summ = self.summary()
-        schema = {k: (pl.Float64 if isinstance(v, float) else pl.Utf8 if isinstance(v, str) or v is None
-                      else pl.Int64) for k, v in summ.items()}
-        for k in ("profile",):
-            schema[k] = pl.Utf8
-        for k in ("disk_positionings", "disk_cache_hits"):
-            schema[k] = pl.Int64
-        summary = pl.DataFrame([summ], schema=schema)
+        summary = M.summary_frame([self.summary()])
         if self.requests_to is not None:
             if self._sink is None:  # nothing fed: an empty file with the columns' types
                 self._keep({name: np.zeros(0, dtype) for name, dtype in _REQUEST_COLUMNS})
@@ -455,12 +416,14 @@ def _as_stream(obj: Any) -> ReadStream:
     raise SeqheurError(f"replay needs a ReadStream, a request table or a trace path, not {type(obj).__name__}")
 
 
-def replay(stream_or_table: Any, detector: Any = "freebsd4", table: Any = "freebsd4",
-           policy: Any = "auto", cache: Any = DEFAULT_CACHE, profile: Any = DEFAULT_PROFILE, *,
+def replay(stream_or_table: Any, detector: Any = DEFAULT.detector, table: Any = DEFAULT.table,
+           policy: Any = DEFAULT.policy, cache: Any = DEFAULT_CACHE,
+           profile: Any = DEFAULT_PROFILE, *,
            file_sizes: Any = "observed", reorder_window: int = DEFAULT_REORDER_WINDOW,
            layout: Any = None, drive_cache: bool = True, per_request: bool = True,
            clip_eof: bool = True, progress: bool = False,
-           requests_to: str | os.PathLike[str] | None = None) -> ReplayResult:
+           requests_to: str | os.PathLike[str] | None = None,
+           config: ReplayConfig | None = None) -> ReplayResult:
     """Replay a trace and score its read-ahead (see the module docstring).
 
     ``stream_or_table``: a ReadStream, a request table (Arrow/polars) or a trace path.
@@ -473,13 +436,19 @@ def replay(stream_or_table: Any, detector: Any = "freebsd4", table: Any = "freeb
     and read-ahead. ``reorder_window``: bytes around the expected offset that make a READ
     ``reordered`` rather than ``nonsequential``. ``per_request=False`` keeps only the summary;
     ``requests_to=PATH`` streams the per-request columns to a Parquet file (summary in its
-    metadata) instead of keeping them in memory.
+    metadata) instead of keeping them in memory. ``config``: a :class:`ReplayConfig`
+    supplying detector, table, policy, cache, profile, reorder window, drive cache and
+    end-of-file clipping instead of the arguments.
 
     >>> r = replay(ReadStream.from_arrays([0] * 8, range(0, 65536, 8192), 8192), "always",
     ...            "ideal", "fixed:1", profile=None)
     >>> r["misses"]
     1
     """
+    if config is not None:
+        detector, table, policy, cache = config.detector, config.table, config.policy, config.cache
+        profile, reorder_window = config.profile, config.reorder_window
+        drive_cache, clip_eof = config.drive_cache, config.clip_eof
     stream = _as_stream(stream_or_table)
     sizes = observed_file_sizes(stream) if isinstance(file_sizes, str) and file_sizes == "observed" else file_sizes
     if isinstance(sizes, str):
@@ -503,8 +472,9 @@ def replay(stream_or_table: Any, detector: Any = "freebsd4", table: Any = "freeb
         raise
 
 
-def replay_chunks(chunks: Iterable[ReadStream], detector: Any = "freebsd4",
-                  table: Any = "freebsd4", policy: Any = "auto", cache: Any = DEFAULT_CACHE,
+def replay_chunks(chunks: Iterable[ReadStream], detector: Any = DEFAULT.detector,
+                  table: Any = DEFAULT.table, policy: Any = DEFAULT.policy,
+                  cache: Any = DEFAULT_CACHE,
                   profile: Any = DEFAULT_PROFILE, *, file_sizes: np.ndarray | None = None,
                   reorder_window: int = DEFAULT_REORDER_WINDOW, layout: Any = None,
                   drive_cache: bool = True, per_request: bool = True,

@@ -4,7 +4,7 @@ Grid file (``docs/scaling.md``)::
 
     detector = ["freebsd4", "slowdown", "cursor"]      # detector specs
     table    = ["freebsd4", "ellard", "ideal"]          # table specs
-    policy   = ["freebsd4-cluster"]                     # read-ahead policies
+    policy   = ["auto"]                                 # read-ahead policies
     cache    = ["64MiB", "256MiB"]                      # buffer-cache sizes
     profile  = ["ide-7200"]                             # disk profiles (names or files)
 
@@ -15,7 +15,9 @@ Grid file (``docs/scaling.md``)::
     size = [256, 4096]
     probes = [4, 32]
 
-Every axis is optional (defaults: freebsd4, freebsd4, freebsd4-cluster, 256MiB, ide-7200).
+Every axis is optional; the defaults are :class:`seqheur.config.ReplayConfig`'s (freebsd4,
+freebsd4, auto = each detector's default policy, 256MiB, ide-7200), so a sweep over every
+registered detector with default options works.
 Rows are identical whatever the executor (serial, local processes, Dask): they are ordered by
 configuration, never by completion, and carry no timing. Re-running with the same output
 skips configurations already there (failed ones are retried).
@@ -34,12 +36,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
+from .config import DEFAULT
 from .errors import SeqheurError
 from .executors import ExecutorSpec, run_tasks
 
 AXES = ("detector", "table", "policy", "cache", "profile")
-DEFAULTS = {"detector": "freebsd4", "table": "freebsd4", "policy": "freebsd4-cluster",
-            "cache": "256MiB", "profile": "ide-7200"}
+DEFAULTS = {a: getattr(DEFAULT, a) for a in AXES}  # seqheur.config.ReplayConfig
 CHECKPOINT_SECONDS = 10.0
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ..cli import echo_json
+from ..config import DEFAULT
 
 
 def register(cli: click.Group) -> None:
@@ -15,18 +16,18 @@ def register(cli: click.Group) -> None:
 
 @click.command()
 @click.argument("trace", type=click.Path(path_type=Path))
-@click.option("--detector", "det", default="freebsd4", show_default=True,
+@click.option("--detector", "det", default=DEFAULT.detector, show_default=True,
               help="detector spec NAME[:k=v,...] (see `seqheur detectors`)")
-@click.option("--table", "table", default="freebsd4", show_default=True,
+@click.option("--table", "table", default=DEFAULT.table, show_default=True,
               help="table spec (see `seqheur tables`)")
-@click.option("--policy", default="auto", show_default=True,
+@click.option("--policy", default=DEFAULT.policy, show_default=True,
               help="read-ahead policy: freebsd4-cluster, freebsd-cluster, fixed:N, none "
                    "(options :bsize=N ...), or auto (by detector; linux-* imply linux)")
-@click.option("--cache", default="256MiB", show_default=True, help="buffer cache size")
-@click.option("--profile", default="ide-7200", show_default=True,
+@click.option("--cache", default=DEFAULT.cache, show_default=True, help="buffer cache size")
+@click.option("--profile", default=DEFAULT.profile, show_default=True,
               help="disk profile: bundled name (see `seqheur profiles`), a profile JSON file, "
                    "or 'none' for no disk time")
-@click.option("--reorder-window", default=65536, show_default=True, type=int,
+@click.option("--reorder-window", default=DEFAULT.reorder_window, show_default=True, type=int,
               help="bytes around the expected offset that count as a reordered READ (causes)")
 @click.option("--no-eof", is_flag=True,
               help="do not clip read-ahead at the end of file (largest offset read per file)")

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from ..config import DEFAULT
+
 from ..cli import echo_json
 from .data import executor_options
 
@@ -22,8 +24,8 @@ def register(cli: click.Group) -> None:
               show_default=True, help="comma-separated detector specs")
 @click.option("--tables", default="freebsd4,ellard,ideal", show_default=True,
               help="comma-separated table specs")
-@click.option("--profile", default="ide-7200", show_default=True, help="disk profile name or JSON file")
-@click.option("--cache", default="256MiB", show_default=True, help="buffer-cache size")
+@click.option("--profile", default=DEFAULT.profile, show_default=True, help="disk profile name or JSON file")
+@click.option("--cache", default=DEFAULT.cache, show_default=True, help="buffer-cache size")
 @click.option("--policy", default=None, help="read-ahead policy (default: the detector's own)")
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
               help="report directory (index.html, results.parquet, *.png)")

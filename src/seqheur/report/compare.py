@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..config import DEFAULT
 from ..errors import SeqheurError
 
 SUMMARY_COLUMNS = ("detector", "table", "throughput_mbps", "disk_seconds", "coverage", "accuracy",
@@ -49,7 +50,8 @@ def _split(spec: str | Sequence[str]) -> list[str]:
 
 def compare(trace, detectors: str | Sequence[str] = ("freebsd4", "slowdown", "cursor", "always"),
             tables: str | Sequence[str] = ("freebsd4", "ellard", "ideal"),
-            profile: str = "ide-7200", cache: str = "256MiB", policy: str | None = None,
+            profile: str | None = DEFAULT.profile, cache: str = DEFAULT.cache,
+            policy: str | None = None,
             out_dir: str | Path | None = None, title: str | None = None) -> CompareResult:
     """Replay every detector x table on ``trace`` (a path or a request table)."""
     import polars as pl

@@ -23,6 +23,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import metrics
+
 PROFILES = ("ide-7200", "scsi-10k")
 READERS = (1, 2, 4, 8, 16, 32)
 REORDER = (0.0, 0.02, 0.06, 0.10)
@@ -104,19 +106,9 @@ def run_readers(setup: Setup, replay_summary: Callable[..., dict[str, Any]] | No
     return pl.DataFrame(rows)
 
 
-_COUNTERS = ("disk_seconds", "disk_ops", "hits", "misses", "prefetched", "prefetch_used",
-             "table_ejections", "lost_ejected", "lost_reordered", "lost_nonsequential",
-             "lost_cold", "lost_evicted", "requests", "demand_blocks", "demand_bytes")
-
-
 def _delta(cur: dict[str, Any], prev: dict[str, Any]) -> dict[str, Any]:
     """One iteration's figures from the running totals before and after it."""
-    d = {k: cur[k] - prev.get(k, 0) for k in _COUNTERS if k in cur}
-    d["throughput_mbps"] = d["demand_bytes"] / 1e6 / d["disk_seconds"] if d.get("disk_seconds") else float("nan")
-    used, misses, pf = d["prefetch_used"], d["misses"], d["prefetched"]
-    d["coverage"] = used / (used + misses) if used + misses else float("nan")
-    d["accuracy"] = used / pf if pf else float("nan")
-    return d
+    return metrics.delta(cur, prev)
 
 
 def run_strides(setup: Setup, replay_summary: Callable[..., dict[str, Any]], bar=None):
