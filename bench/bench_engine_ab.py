@@ -15,7 +15,8 @@ The old side is ``git archive REV src`` unpacked under bench/work and put first 
 ``PYTHONPATH``. Ratio = old time / new time (> 1: the new engine is faster); the target is
 >= 0.95 for each workload.
 
-    python bench/bench_engine_ab.py [--old REV] [--quick] [--reps N]
+    python bench/bench_engine_ab.py [--old REV] [--only replay,linux,detect,cold] [--quick]
+                                    [--reps N]
 """
 
 from __future__ import annotations
@@ -100,10 +101,17 @@ def main() -> int:
         i = argv.index("--old")
         old = argv[i + 1]
         del argv[i:i + 2]
+    only = None
+    if "--only" in argv:
+        i = argv.index("--only")
+        only = argv[i + 1].split(",")
+        del argv[i:i + 2]
     args = parse_args("engine_ab", argv)
     old_src = export(old)
     figures = []
     for what, n in SIZES.items():
+        if only and what not in only:
+            continue
         times: dict[str, list[float]] = {"old": [], "new": []}
         reps = max(2, min(args.reps, 3)) if what == "cold" else args.reps
         for rep in range(reps):

@@ -151,13 +151,13 @@ def serve_nothing(world, row, params, f, off, cnt, t, seq, fresh, stamp):
     return seq
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline="always")
 def admit_all(world, requests, i, hi):
     """Admit step of ``detect``: nothing to make room for."""
     return True
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline="always")
 def record_detect(out, i, seq, fresh, world):
     """Record step of ``detect``: ``out`` = (seqcount, slot_fresh)."""
     out[0][i] = seq
@@ -205,7 +205,7 @@ class World(NamedTuple):
     x: np.ndarray  # int64[8]: a detector's own read-ahead scratch
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline="always")
 def admit_replay(world, requests, i, hi):
     """Stop before a request that might overflow the disk-op buffer; prefetch the cache's hash
     line of the request ``AHEAD`` places later (the trace says which block comes next: the first
@@ -222,7 +222,7 @@ def admit_replay(world, requests, i, hi):
     return True
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline="always")
 def record_replay(out, i, seq, fresh, world):
     """Record step of replay: ``out`` = (seqcount, slot_fresh, prefetch, hit and miss blocks,
     cause), from the request's scratch words."""
