@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from seqheur.errors import SpecError
-from seqheur.readahead import Policy, parse_policy
+from seqheur.readahead import FixedParams, Policy, parse_policy
 from seqheur.replay import replay
 from seqheur.streams import ReadStream
 
@@ -20,7 +20,7 @@ def test_parse_policy_defaults_and_round_trip():
     assert (p.bsize, p.racluster, p.maxra) == (16384, 8, 32)
     p = parse_policy("freebsd-cluster")
     assert (p.bsize, p.racluster, p.maxra, p.read_min) == (32768, 4, 64, 1)
-    assert parse_policy("fixed:8") == Policy("fixed", 8192, n=8)
+    assert parse_policy("fixed:8") == Policy("fixed", FixedParams(8, 8192))
     assert parse_policy("none").bsize == 8192
     assert parse_policy("linux").bsize == 4096
     for spec in ("freebsd4-cluster:bsize=8192", "freebsd-cluster:read_max=8:read_min=2",

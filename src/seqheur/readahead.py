@@ -41,8 +41,8 @@ specialised replay loop that inlines them is cached, keyed by the sources of all
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, replace
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -50,6 +50,8 @@ from numba import njit
 
 from . import cache as C
 from .errors import SpecError
+from .options import format_spec, param
+from .registry import Registry
 from .metrics import CAUSES  # noqa: F401  (cause names, in code order 1..6)
 
 # policy kinds
@@ -112,79 +114,143 @@ FS_NEXT = 0  # end of the file's previous request (-1: not seen yet)
 FS_DISRUPT = 1  # cause code of the last disruption not yet recovered from (0 = none)
 FS_LEN = 2
 
-DEFAULT_BSIZE = {"freebsd4-cluster": 16384, "freebsd-cluster": 32768, "fixed": 8192,
-                 "none": 8192, "linux": 4096}
 MAXPHYS = 131072  # 4.x sys/i386/include/param.h (spec §1.8)
 MAXRA_4X = 32  # vfs_cluster.c MAXRA (spec §3.1)
 READ_MAX = 64  # vfs.read_max (spec §3.2)
 
 
-@dataclass(frozen=True)
-class Policy:
-    """A parsed read-ahead policy (see module docstring)."""
+def _check_bsize(name: str, bsize: int) -> None:
+    if bsize < 512 or bsize & (bsize - 1):
+        raise SpecError(f"policy {name}: bsize must be a power of two >= 512, not {bsize}")
 
-    kind: str
-    bsize: int
-    n: int = 0
-    maxphys: int = MAXPHYS
-    maxra: int = 0
-    read_min: int = 1
+
+def _check_cluster(name: str, bsize: int, maxphys: int) -> None:
+    _check_bsize(name, bsize)
+    if maxphys < bsize or maxphys & (maxphys - 1):
+        raise SpecError(f"policy {name}: maxphys must be a power of two >= bsize ({bsize}), "
+                        f"not {maxphys}")
+
+
+@dataclass(frozen=True)
+class Freebsd4ClusterParams:
+    bsize: int = param(16384, unit="bytes", doc="UFS block size (4.x newfs DFL_BLKSIZE)")
+    maxphys: int = param(MAXPHYS, unit="bytes",
+                         doc="largest transfer (MAXPHYS); a cluster is maxphys/bsize blocks")
+    maxra: int = param(MAXRA_4X, unit="blocks", doc="cap of the resident-successor scan on a "
+                       "B_RAM hit (vfs_cluster.c MAXRA)")
 
     def __post_init__(self) -> None:
-        if self.kind not in DEFAULT_BSIZE:
-            raise SpecError(f"unknown policy kind {self.kind!r}")
-        if self.bsize < 512 or self.bsize & (self.bsize - 1):
-            raise SpecError(f"policy {self.kind}: bsize must be a power of two >= 512, not {self.bsize}")
-        if self.kind == "fixed" and self.n < 0:
+        _check_cluster("freebsd4-cluster", self.bsize, self.maxphys)
+        if self.maxra < 1:
+            raise SpecError("policy freebsd4-cluster: maxra must be >= 1")
+
+
+@dataclass(frozen=True)
+class FreebsdClusterParams:
+    bsize: int = param(32768, unit="bytes", doc="UFS block size (current newfs default)")
+    read_max: int = param(READ_MAX, unit="blocks", doc="read-ahead cap (vfs.read_max)")
+    read_min: int = param(1, unit="blocks", doc="blocks a demand miss reads at least "
+                          "(vfs.read_min)")
+    maxphys: int = param(MAXPHYS, unit="bytes",
+                         doc="largest transfer (MAXPHYS); a cluster is maxphys/bsize blocks")
+
+    def __post_init__(self) -> None:
+        _check_cluster("freebsd-cluster", self.bsize, self.maxphys)
+        if self.read_max < 1:
+            raise SpecError("policy freebsd-cluster: read_max must be >= 1")
+        if self.read_min < 1:
+            raise SpecError("policy freebsd-cluster: read_min must be >= 1")
+
+
+@dataclass(frozen=True)
+class FixedParams:
+    spec_positional = ("n",)
+    n: int = param(0, unit="blocks", doc="blocks read after the request when seqcount > 0",
+                   required=True)
+    bsize: int = param(8192, unit="bytes", doc="block size (the 4.x NFS rsize)")
+
+    def __post_init__(self) -> None:
+        _check_bsize("fixed", self.bsize)
+        if self.n < 0:
             raise SpecError(f"policy fixed:N needs N >= 0, not {self.n}")
-        if self.kind.startswith("freebsd"):
-            if self.maxphys < self.bsize or self.maxphys & (self.maxphys - 1):
-                raise SpecError(f"policy {self.kind}: maxphys must be a power of two >= bsize "
-                                f"({self.bsize}), not {self.maxphys}")
-            if self.maxra < 1:
-                raise SpecError(f"policy {self.kind}: maxra/read_max must be >= 1")
-            if self.read_min < 1:
-                raise SpecError(f"policy {self.kind}: read_min must be >= 1")
+
+
+@dataclass(frozen=True)
+class NoneParams:
+    bsize: int = param(8192, unit="bytes", doc="block size (the 4.x NFS rsize)")
+
+    def __post_init__(self) -> None:
+        _check_bsize("none", self.bsize)
+
+
+@dataclass(frozen=True)
+class OwnParams:
+    """A detector's own read-ahead (``linux``): its parameters are the detector's."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A parsed read-ahead policy: the registered name, its parameters and registry entry.
+
+    ``request`` is the engine's serve step (None for a detector's own read-ahead)."""
+
+    name: str
+    params: Any
+    entry: Any = field(default=None, compare=False, repr=False)
+    bsize_own: int = 0  # block size of a detector's own read-ahead
+
+    @property
+    def kind(self) -> str:
+        return self.name
+
+    @property
+    def bsize(self) -> int:
+        return int(getattr(self.params, "bsize", 0) or self.bsize_own)
+
+    @property
+    def n(self) -> int:
+        return int(getattr(self.params, "n", 0))
+
+    @property
+    def maxphys(self) -> int:
+        return int(getattr(self.params, "maxphys", MAXPHYS))
+
+    @property
+    def maxra(self) -> int:
+        return int(getattr(self.params, "maxra", getattr(self.params, "read_max", 0)))
+
+    @property
+    def read_min(self) -> int:
+        return int(getattr(self.params, "read_min", 1))
 
     @property
     def racluster(self) -> int:
         return max(1, self.maxphys // self.bsize)
 
     @property
+    def request(self) -> Any:
+        return None if self.entry is None else self.entry.impl
+
+    @property
     def spec(self) -> str:
-        d = DEFAULT_BSIZE[self.kind]
-        if self.kind == "fixed":
-            s = f"fixed:{self.n}"
-        else:
-            s = self.kind
-        opts = []
-        if self.bsize != d:
-            opts.append(f"bsize={self.bsize}")
-        if self.kind.startswith("freebsd"):
-            if self.maxphys != MAXPHYS:
-                opts.append(f"maxphys={self.maxphys}")
-            if self.kind == "freebsd4-cluster" and self.maxra != MAXRA_4X:
-                opts.append(f"maxra={self.maxra}")
-            if self.kind == "freebsd-cluster":
-                if self.maxra != READ_MAX:
-                    opts.append(f"read_max={self.maxra}")
-                if self.read_min != 1:
-                    opts.append(f"read_min={self.read_min}")
-        return s + "".join(":" + o for o in opts)
+        return format_spec(self.name, self.params)
 
     def __str__(self) -> str:
         return self.spec
 
-    @property
-    def request(self) -> Any:
-        """The engine's read step after a detector's seqcount (None for ``linux``, which is
-        the Linux detectors' own read-ahead)."""
-        return None if self.kind == "linux" else serve_request
+    def ops_per_block(self, pol: np.ndarray) -> int:
+        """The most disk reads one demand block of a request may issue, plus slack."""
+        bound = None if self.entry is None else self.entry.extra.get("ops_bound")
+        if bound is None:
+            return max_ops_per_request(pol, 1)
+        return int(bound(self.params) if callable(bound) else bound) + 8
 
     def param_array(self, *, window: int = 65536) -> np.ndarray:
-        p = np.zeros(P_LEN, np.int64)
-        p[P_KIND] = {"none": POL_NONE, "fixed": POL_FIXED, "freebsd4-cluster": POL_FREEBSD4,
-                     "freebsd-cluster": POL_FREEBSD, "linux": POL_LINUX}[self.kind]
+        """The policy's words for the engine (``P_*``), then a plug-in's own parameters in
+        field order."""
+        own = [int(getattr(self.params, f.name)) for f in dataclasses.fields(self.params)]
+        p = np.zeros(P_LEN + len(own), np.int64)
+        p[P_KIND] = self.entry.code if self.entry is not None else POL_LINUX
         p[P_BSIZE] = self.bsize
         p[P_RACLUSTER] = self.racluster
         p[P_MAXRA] = self.maxra
@@ -192,22 +258,45 @@ class Policy:
         p[P_N] = self.n
         p[P_WINDOW] = window
         p[P_BSHIFT] = self.bsize.bit_length() - 1
+        p[P_LEN:] = own
         return p
 
 
-def _int(spec: str, key: str, val: str) -> int:
-    m = re.fullmatch(r"\s*(\d+)\s*([kKmM]i?[bB]?)?\s*", val)
-    if not m:
-        raise SpecError(f"policy {spec!r}: {key} must be an integer (optionally with KiB/MiB), not {val!r}")
-    mult = {None: 1, "k": 1024, "m": 1 << 20}[m.group(2)[0].lower() if m.group(2) else None]
-    return int(m.group(1)) * mult
+def _register_builtins() -> None:
+    src4 = "DragonFly 984263bc sys/kern/vfs_cluster.c (FreeBSD 4.x cluster_read)"
+    POLICIES.register("freebsd4-cluster", params=Freebsd4ClusterParams, impl=serve_request,
+                      builtin=True, code=POL_FREEBSD4, source=src4,
+                      doc="FreeBSD 4.x cluster_read: one async cluster of <= min(seqcount, "
+                          "maxphys/bsize) blocks per trigger, re-armed by B_RAM")
+    POLICIES.register("freebsd-cluster", params=FreebsdClusterParams, impl=serve_request,
+                      builtin=True, code=POL_FREEBSD,
+                      source="freebsd/freebsd-src sys/kern/vfs_cluster.c",
+                      doc="current FreeBSD cluster_read: read ahead to min(seqcount, "
+                          "read_max) blocks")
+    POLICIES.register("fixed", params=FixedParams, impl=serve_request, builtin=True,
+                      code=POL_FIXED, doc="read the N blocks after the request whenever "
+                                          "seqcount > 0")
+    POLICIES.register("none", params=NoneParams, impl=serve_request, builtin=True,
+                      code=POL_NONE, doc="no read-ahead (plain LRU)")
+
+
+POLICIES = Registry("policy", load=_register_builtins)
+
+
+def register_policy(name: str, *, params: type, serve: Any, ops_bound: Any,
+                    doc: str = "", source: str = "", replace: bool = False) -> Any:
+    """Register a read-ahead policy: ``serve(world, row, params, f, off, cnt, t, seq, fresh,
+    stamp) -> seqcount`` is its engine step (see :func:`serve_request`); the policy's own
+    parameters reach it as ``world.pol[P_LEN:]`` in field order (ints). ``ops_bound(params)``
+    (or an int): the most disk reads one demand block of a request may issue, read-ahead
+    included (the engine sizes its disk-op buffer by it: an overflow would write past it)."""
+    return POLICIES.register(name, params=params, impl=serve, doc=doc, source=source,
+                             code=-1, replace=replace, ops_bound=ops_bound)
 
 
 def own_read_ahead(name: str, bsize: int) -> Policy:
     """The policy of a detector that reads ahead itself (``linux``)."""
-    if name != "linux":
-        raise SpecError(f"unknown read-ahead {name!r} of a detector's own")
-    return Policy("linux", bsize)
+    return Policy(name, OwnParams(), None, bsize)
 
 
 def parse_policy(spec: "str | Policy") -> Policy:
@@ -218,55 +307,18 @@ def parse_policy(spec: "str | Policy") -> Policy:
     """
     if isinstance(spec, Policy):
         return spec
-    if not isinstance(spec, str) or not spec.strip():
-        raise SpecError(f"policy spec must be a non-empty string, not {spec!r}")
-    text = spec.strip()
-    parts = [p.strip() for p in re.split(r"[:,]", text) if p.strip()]
-    head = parts[0].lower()
-    rest = parts[1:]
-    if head == "fixed":
-        if not rest or "=" in rest[0]:
-            raise SpecError(f"policy {spec!r}: fixed needs a block count, e.g. fixed:8")
-        n = _int(spec, "N", rest[0])
-        base = Policy("fixed", DEFAULT_BSIZE["fixed"], n=n)
-        allowed = {"bsize"}
-        rest = rest[1:]
-    elif head == "freebsd4-cluster":
-        base = Policy(head, DEFAULT_BSIZE[head], maxra=MAXRA_4X)
-        allowed = {"bsize", "maxphys", "maxra"}
-    elif head == "freebsd-cluster":
-        base = Policy(head, DEFAULT_BSIZE[head], maxra=READ_MAX)
-        allowed = {"bsize", "maxphys", "read_max", "read_min"}
-    elif head in ("none", "linux"):
-        base = Policy(head, DEFAULT_BSIZE[head])
-        allowed = {"bsize"} if head == "none" else set()
-    else:
-        raise SpecError(f"unknown policy {head!r} in {spec!r}; valid: freebsd4-cluster, "
-                        f"freebsd-cluster, fixed:N, none, linux, auto")
-    kw: dict[str, Any] = {}
-    for p in rest:
-        key, eq, val = p.partition("=")
-        key = key.strip().lower()
-        if not eq or key not in allowed:
-            raise SpecError(f"policy {spec!r}: unknown option {p!r}; {head} takes: "
-                            f"{', '.join(sorted(allowed)) or 'no options'} (as key=value)")
-        kw["maxra" if key == "read_max" else key] = _int(spec, key, val)
-    return replace(base, **kw) if kw else base
+    if isinstance(spec, str) and spec.strip().lower() == "linux":
+        return own_read_ahead("linux", 4096)
+    s = POLICIES.parse(spec)
+    return Policy(s.name, s.params, s.entry)
 
 
 def registered_policies() -> list[dict[str, Any]]:
-    """Policy kinds with their grammar and defaults (for listings and docs)."""
-    return [
-        {"name": "freebsd4-cluster", "grammar": "freebsd4-cluster[:bsize=16384][:maxphys=131072][:maxra=32]",
-         "doc": "FreeBSD 4.x cluster_read: one async cluster of <= min(seqcount, maxphys/bsize) "
-                "blocks per trigger, re-armed by B_RAM (spec §3.1)"},
-        {"name": "freebsd-cluster", "grammar": "freebsd-cluster[:bsize=32768][:read_max=64][:read_min=1][:maxphys=131072]",
-         "doc": "current FreeBSD cluster_read: read ahead to min(seqcount, read_max) blocks (spec §3.2)"},
-        {"name": "fixed", "grammar": "fixed:N[:bsize=8192]",
-         "doc": "read the N blocks after the request whenever seqcount > 0"},
-        {"name": "none", "grammar": "none[:bsize=8192]", "doc": "no read-ahead (plain LRU)"},
-        {"name": "linux", "grammar": "linux", "doc": "implied by linux-* detectors (4 KiB pages)"},
-    ]
+    """Policies with their grammar, options (units, defaults) and doc (listings and docs)."""
+    return POLICIES.describe() + [
+        {"name": "linux", "grammar": "linux", "params": {}, "options": [],
+         "doc": "implied by linux-* detectors: their own read-ahead (4 KiB pages)",
+         "builtin": True}]
 
 
 # --------------------------------------------------------------------------------------------

@@ -218,7 +218,7 @@ class Replayer:
             per_blk = info.ops_bound(self.spec.params) + 8
             decide, serve = E.no_decision, E.without_nrt(info.serve)
         else:
-            per_blk = R.max_ops_per_request(pol, 1)
+            per_blk = self.policy.ops_per_block(pol)
             decide, serve = E.without_nrt(info.update), self.policy.request
         self.world = E.World(pol, C.new_cache(self.cache_bytes, self.policy.bsize), fs, fsize,
                              np.zeros(R.C_LEN, np.int64), np.zeros(R.R_LEN, np.int64),
