@@ -60,3 +60,10 @@ def test_every_metric_states_a_unit_or_is_a_name() -> None:
     for m in M.METRICS:
         assert m.description
         assert m.unit or m.type is str, m.name
+
+
+def test_report_columns_are_schema_columns() -> None:
+    from seqheur.report import compare, ellard2003, figures
+
+    for name in (*compare.SUMMARY_COLUMNS, *ellard2003._KEEP, *figures.CAUSES):
+        assert name in M.BY_NAME, name
