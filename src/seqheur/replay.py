@@ -238,7 +238,7 @@ class Replayer:
                                    "file_sizes (or profile=None)")
             self.disk = DiskModel.from_profile(profile, layout if layout is not None else Layout(),
                                                drive_cache=drive_cache)
-            self.profile_name = self.disk.profile.name if hasattr(self.disk.profile, "name") else str(profile)
+            self.profile_name = getattr(self.disk, "spec", None) or str(profile)  # with options
             self.place = self.disk.place(np.maximum(fsz, 1))
             self.dstate = self.disk.new_state()
         self.requests_to = Path(requests_to) if requests_to is not None else None
