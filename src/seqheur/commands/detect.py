@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ..cli import echo_json
+from ..config import DEFAULT
 
 _PLUGIN_HELP = ("import a detector plug-in (module name or .py file; repeatable; "
                 "also $SEQHEUR_PLUGINS)")
@@ -15,7 +16,27 @@ _PLUGIN_HELP = ("import a detector plug-in (module name or .py file; repeatable;
 def register(cli: click.Group) -> None:
     cli.add_command(detectors)
     cli.add_command(tables)
+    cli.add_command(policies)
     cli.add_command(detect)
+
+
+def _print_models(title: str, rows: list[dict], extra: tuple[str, ...] = ()) -> None:
+    """One listing for every registry: grammar, options with default and unit, doc."""
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=title)
+    for col in ("spec", "options (default unit)", *extra, "description"):
+        t.add_column(col)
+    for r in rows:
+        opts = "\n".join(f"{o['name']}={o['default']}" + (f" {o['unit']}" if o["unit"] else "")
+                         for o in r.get("options", ()))
+        doc = r["doc"] + (f" (= {r['alias_of']})" if "alias_of" in r else "")
+        name = r.get("grammar") or r["name"]
+        if r.get("builtin") is False:
+            name += " (plug-in)"
+        t.add_row(name, opts or "-", *(str(r.get(c, "")) for c in extra), doc)
+    Console().print(t)
 
 
 @click.command()
@@ -32,26 +53,23 @@ def detectors(plugins: tuple[str, ...], as_json: bool) -> None:
     from ..heuristics.registry import load_plugins, registered_detectors
 
     load_plugins(plugins)
+    from ..heuristics.registry import DETECTORS
+
+    described = {r["name"]: r for r in DETECTORS.describe()}
     rows = []
     for name, info in registered_detectors().items():
         p = info.params()
-        rows.append({"name": name, "params": info.defaults(), "state_words": info.words(p),
-                     "max_seqcount": info.saturation(p), "builtin": info.builtin,
-                     "doc": " ".join(info.doc.split()), "source": info.source})
+        row = dict(described.get(name, {"name": name, "options": []}))
+        row.update({"name": name, "params": info.defaults(), "state_words": info.words(p),
+                    "max_seqcount": info.saturation(p), "builtin": info.builtin,
+                    "policy": info.policy, "doc": " ".join(info.doc.split()),
+                    "source": info.source})
+        rows.append(row)
     if as_json:
         echo_json(rows)
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    t = Table(title="detectors (spec: NAME[:k=v,...])")
-    for col in ("name", "parameters (defaults)", "words", "max", "description"):
-        t.add_column(col)
-    for r in rows:
-        params = ", ".join(f"{k}={v}" for k, v in r["params"].items()) or "-"
-        t.add_row(r["name"] + ("" if r["builtin"] else " (plug-in)"), params,
-                  str(r["state_words"]), str(r["max_seqcount"]), r["doc"])
-    Console().print(t)
+    _print_models("detectors (spec: NAME[:k=v,...])", rows,
+                  ("state_words", "max_seqcount", "policy"))
 
 
 @click.command()
@@ -70,25 +88,34 @@ def tables(as_json: bool) -> None:
     if as_json:
         echo_json(rows)
         return
-    from rich.console import Console
-    from rich.table import Table
+    _print_models("table models (spec: NAME[:POSITIONAL][:k=v,...])", rows)
 
-    t = Table(title="table models (spec: NAME[:POSITIONAL][:k=v,...])")
-    for col in ("spec", "options (default unit)", "description"):
-        t.add_column(col)
-    for r in rows:
-        opts = "\n".join(f"{o['name']}={o['default']}" + (f" {o['unit']}" if o["unit"] else "")
-                         for o in r.get("options", ()))
-        doc = r["doc"] + (f" (= {r['alias_of']})" if "alias_of" in r else "")
-        t.add_row(r["grammar"], opts or "-", doc)
-    Console().print(t)
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="print as JSON")
+def policies(as_json: bool) -> None:
+    """List read-ahead policies with their options and defaults.
+
+    \b
+    Example:
+      seqheur policies
+      seqheur replay t.parquet --policy fixed:8:bsize=4KiB
+    """
+    from ..readahead import registered_policies
+
+    rows = registered_policies()
+    if as_json:
+        echo_json(rows)
+        return
+    _print_models("read-ahead policies (spec: NAME[:POSITIONAL][:k=v,...]; auto = the "
+                  "detector's default)", rows)
 
 
 @click.command()
 @click.argument("trace", type=click.Path(path_type=Path))
-@click.option("--detector", "det", default="freebsd4", show_default=True,
+@click.option("--detector", "det", default=DEFAULT.detector, show_default=True,
               help="detector spec NAME[:k=v,...] (see `seqheur detectors`)")
-@click.option("--table", "table", default="nfsheur:64x4", show_default=True,
+@click.option("--table", "table", default=DEFAULT.table, show_default=True,
               help="table spec (see `seqheur tables`)")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
               help="per-request seqcount/slot_fresh (Parquet)")
