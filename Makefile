@@ -6,14 +6,22 @@ STAMP   := $(VENV)/.installed
 DEMO    := demo-out
 PYTEST  := $(BIN)/python -m pytest
 
-.PHONY: demo test test-slow test-oracle test-lab test-dist test-fuzz test-all bench bench-quick profile lab lab-deps venv clean
+.PHONY: demo test test-slow test-oracle test-lab test-dist test-fuzz test-all bench bench-quick profile lab lab-deps venv clean \
+        lock upgrade-check min-check
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[test,dask]'
+# Installs come from the hashed lock (requirements/test.lock.txt: runtime deps, the test and dask
+# extras and the build backend, for Python 3.11 on linux x86-64), then seqheur itself without
+# dependencies or build isolation, so nothing unpinned is fetched. `make lock` regenerates it.
+LOCK       := requirements/test.lock.txt
+BENCH_LOCK := requirements/bench.lock.txt
+
+$(STAMP): pyproject.toml $(LOCK) | $(BIN)/python
+	$(BIN)/python -m pip install -q --require-hashes -r $(LOCK)
+	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -39,8 +47,8 @@ test-all: test test-slow test-oracle test-dist test-fuzz
 
 # The performance suite installs its peers: tshark and fio (Debian), dpkt and libcachesim (PyPI).
 BENCH_STAMP := $(VENV)/.bench-installed
-$(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[test,dask,bench]'
+$(BENCH_STAMP): $(STAMP) $(BENCH_LOCK)
+	$(BIN)/python -m pip install -q --require-hashes -r $(BENCH_LOCK)
 	@if [ "$$(id -u)" = 0 ] && { ! command -v tshark >/dev/null || ! command -v fio >/dev/null; }; then \
 	  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections 2>/dev/null; \
 	  apt-get -o DPkg::Lock::Timeout=600 update -qq && \
@@ -85,6 +93,37 @@ lab: $(STAMP) lab-deps
 	mv traces/.lab-new/*.pcap.gz traces/.lab-new/*.manifest.json traces/
 	rmdir traces/.lab-new
 	$(BIN)/python -m seqheur.lab.readme traces/
+
+# -- the lock and its checks ------------------------------------------------------------------
+# uv compiles the lock; it is installed from PyPI into a tools venv here, and only `make lock`
+# needs it (installing from the lock needs pip alone). Regenerate after editing pyproject.toml.
+CHECKS     := .venv-checks
+UV_VERSION := 0.13.9
+UV         := $(CHECKS)/tools/bin/uv
+LOCK_OPTS  := --python-version 3.11 --python-platform x86_64-unknown-linux-gnu --generate-hashes \
+              --no-header --quiet -c requirements/constraints.txt
+
+$(UV):
+	$(PY) -m venv $(CHECKS)/tools
+	$(CHECKS)/tools/bin/python -m pip install -q 'uv==$(UV_VERSION)'
+
+# `make lock` keeps every pin that still satisfies pyproject.toml (adds, drops, moves only what
+# an edit requires); `make lock UPGRADE=1` moves every pin to the newest allowed version.
+lock: $(UV)
+	$(UV) pip compile $(LOCK_OPTS) $(if $(UPGRADE),--upgrade) pyproject.toml requirements/build.in \
+	  --extra test --extra dask -o $(LOCK)
+	$(UV) pip compile $(LOCK_OPTS) $(if $(UPGRADE),--upgrade) pyproject.toml requirements/build.in \
+	  --extra test --extra dask --extra bench -c $(LOCK) -o $(BENCH_LOCK)
+
+# The newest versions pyproject.toml allows, unlocked, in a fresh venv: runs the default suite and
+# says which tests broke and what was installed (exit 1 if any broke). CI runs it as a warning.
+upgrade-check:
+	$(PY) tools/depcheck.py upgrade --venv $(CHECKS)/upgrade
+
+# The lowest versions pyproject.toml declares (uv's --resolution lowest-direct: direct deps at
+# their `>=` bounds, transitive ones resolved against them), then the default suite once.
+min-check: $(UV)
+	$(PY) tools/depcheck.py min --venv $(CHECKS)/min --uv $(UV)
 
 clean:
 	rm -rf $(DEMO) bench/work .pytest_cache
