@@ -56,6 +56,8 @@ _API: dict[str, str] = {
     "DetectorSpec": "heuristics.registry:DetectorSpec",
     "parse_table": "tables:parse_table",
     "registered_tables": "tables:registered_tables",
+    "register_table": "tables:register_table",
+    "unregister_table": "tables:unregister_table",
     "table_lookup": "tables:table_lookup",
     "SpecError": "errors:SpecError",
     # replay and scoring
@@ -65,6 +67,11 @@ _API: dict[str, str] = {
     "ReplayResult": "replay:ReplayResult",
     "parse_policy": "readahead:parse_policy",
     "Policy": "readahead:Policy",
+    "register_policy": "readahead:register_policy",
+    "registered_policies": "readahead:registered_policies",
+    "parse_disk": "disk.registry:parse_disk",
+    "register_disk": "disk.registry:register_disk",
+    "Registry": "registry:Registry",
     "ReplayConfig": "config:ReplayConfig",
     "METRICS": "metrics:METRICS",
 }
