@@ -20,13 +20,13 @@ bundled name, so ``replay(..., profile="ide-7200:drive_cache=false")`` works.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import SpecError
-from ..options import format_spec, param
-from ..registry import Entry, Registry
+from ..options import param
+from ..registry import Entry, Registry, Spec
 from .profile import DiskProfile, load_profile, registered_profiles
 
 
@@ -101,16 +101,8 @@ def register_disk(name: str, *,
 
 
 @dataclass(frozen=True)
-class DiskSpec:
+class DiskSpec(Spec):
     """A parsed disk spec: the profile name, :class:`DiskParams` and the registry entry."""
-
-    name: str
-    params: DiskParams
-    entry: Any = field(compare=False, repr=False, default=None)
-
-    @property
-    def spec(self) -> str:
-        return format_spec(self.name, self.params)
 
     def profile(self) -> DiskProfile:
         return self.entry.impl()
