@@ -399,7 +399,9 @@ def test_profile_builder_recovers_a_known_disk():
     assert p.random_positioning_s == pytest.approx(truth["rand_pos"], rel=0.05)
     for d, s in zip(p.seek_distance_bytes, p.seek_seconds):
         assert s == pytest.approx(truth["pos"](d), rel=0.05)
-    assert [round(z) for z in p.zone_mbps] == [round(r / 1e6) for r in truth["zones"]]
+    # each zone's rate to half a MB/s (the zones are 4 MB/s apart; noise is 1 %), stated
+    # instead of comparing round()ed fits, which can flip at a .5 boundary
+    assert list(p.zone_mbps) == pytest.approx([r / 1e6 for r in truth["zones"]], abs=0.5)
     assert p.cache.segments == 4
     # the same curves buried in run-to-run noise larger than the trend are recorded as flat
     noisy, _ = _synthetic_tables(noise=2.5)

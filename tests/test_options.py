@@ -380,7 +380,8 @@ def test_disk_specs() -> None:
     assert DiskModel.from_profile("ide-7200").drive_cache
     m = DiskModel.from_profile("scsi-10k:start=0.75", Layout())
     assert m.layout == Layout(start=0.75)
-    assert DiskModel.from_profile("ide-7200:host_mbps=10").fparams[0] == 10e6
+    # MB/s to bytes/s: a product, so 1e-12 relative (a unit slip is a factor >= 1.048576)
+    assert DiskModel.from_profile("ide-7200:host_mbps=10").fparams[0] == pytest.approx(10e6, rel=1e-12)
     with pytest.raises(SpecError, match="not both"):
         DiskModel.from_profile("ide-7200:start=0.5", Layout(start=0.25))
     with pytest.raises(SpecError, match="unknown option 'drive_cahce'.*drive_cache=true"):
