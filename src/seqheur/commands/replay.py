@@ -82,14 +82,26 @@ def replay(trace: Path, det: str, table: str, policy: str, cache: str, profile: 
 
 
 def _print(summary: dict) -> None:
+    import sys
+
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
+
+    from ..report.text import THROUGHPUT_UNIT, UNITS_NOTE, UNDEFINED, WHY_UNDEFINED, is_undefined
 
     t = Table(title="replay summary", show_header=False)
     t.add_column("key")
-    t.add_column("value", justify="right")
+    t.add_column("value", justify="right", overflow="fold")
+    units = {"throughput_mbps": THROUGHPUT_UNIT, "disk_seconds": "s"}
     for k, v in summary.items():
-        if isinstance(v, float):
+        label = f"{k} [{units[k]}]" if k in units else k
+        if is_undefined(v):  # a ratio over 0, or no disk model: say why, never "nan"
+            v = f"n/a ({WHY_UNDEFINED[k]})" if k in WHY_UNDEFINED else UNDEFINED
+        elif isinstance(v, float):
             v = f"{v:,.4g}"
-        t.add_row(k, "-" if v is None else str(v))
-    Console().print(t)
+        t.add_row(Text(label), Text(str(v)))  # Text: "[s]" is a unit, not rich markup
+    con = Console(width=None if sys.stdout.isatty() else 160)
+    con.print(t)
+    if "throughput_mbps" in summary:
+        con.print(UNITS_NOTE, markup=False, highlight=False)

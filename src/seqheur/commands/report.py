@@ -41,9 +41,11 @@ def compare(trace: Path, detectors: str, tables: str, profile: str, cache: str,
     """
     from ..report.compare import SUMMARY_COLUMNS, compare as run
 
+    from ..report.text import json_safe
+
     res = run(trace, detectors, tables, profile=profile, cache=cache, policy=policy, out_dir=output)
     if as_json:
-        echo_json(res.summary.to_dicts())
+        echo_json(json_safe(res.summary.to_dicts()))  # undefined ratios are null, not NaN
         return
     _print_summary(res.summary, [c for c in ("detector", "table", "throughput_mbps", "coverage",
                                              "accuracy", "misses", "prefetch_wasted",
@@ -51,17 +53,36 @@ def compare(trace: Path, detectors: str, tables: str, profile: str, cache: str,
     click.echo(f"report: {res.html}")
 
 
-def _print_summary(df, cols) -> None:
-    from rich.console import Console
-    from rich.table import Table
+def _console():
+    """Rich console: the terminal's width, or 160 columns when piped (so no cell is cut)."""
+    import sys
 
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 160)
+
+
+def _print_summary(df, cols) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from ..report.text import THROUGHPUT_UNIT, UNITS_NOTE, best_sentence, cell, undefined_note
+
+    rows = df.select(cols).to_dicts()
+    heads = {"throughput_mbps": f"throughput {THROUGHPUT_UNIT}"}
     t = Table(show_edge=False)
     for c in cols:
-        t.add_column(c, justify="left" if c in ("detector", "table") else "right")
-    for r in df.select(cols).iter_rows():
-        t.add_row(*[f"{v:.3f}" if isinstance(v, float) else (f"{v:,}" if isinstance(v, int) else str(v))
-                    for v in r])
-    Console().print(t)
+        t.add_column(heads.get(c, c), justify="left" if c in ("detector", "table") else "right",
+                     overflow="fold")
+    for r in rows:
+        t.add_row(*[Text(cell(r[c], ".3f" if isinstance(r[c], float) else None)) for c in cols])
+    con = _console()
+    con.print(t)
+    notes = [UNITS_NOTE if "throughput_mbps" in cols else None, undefined_note(rows, cols),
+             best_sentence(df.to_dicts())]
+    for line in notes:
+        if line:
+            con.print(line, markup=False, highlight=False)
 
 
 @click.group()

@@ -62,8 +62,10 @@ def compare(trace, detectors: str | Sequence[str] = ("freebsd4", "slowdown", "cu
     from ..progress import progress
     from ..replay import replay
     from ..streams import reads, stream_stats
+    from ..metrics import unit_label
     from . import figures as F
     from .html import Report
+    from .text import best_sentence, undefined_note
 
     dets, tabs = _split(detectors), _split(tables)
     if not dets or not tabs:
@@ -115,14 +117,18 @@ def compare(trace, detectors: str | Sequence[str] = ("freebsd4", "slowdown", "cu
         rep = Report(title or f"seqheur compare: {Path(name).name}",
                      f"{len(stream):,} READs of {stream.n_files:,} files; profile {profile}; cache {cache}")
         rep.heading("Summary")
-        best = summary.sort("throughput_mbps", descending=True).row(0, named=True)
-        rep.paragraph(f"Best estimated throughput: {best['detector']} with the {best['table']} table, "
-                      f"{best['throughput_mbps']:.2f} MB/s (coverage {best['coverage']:.1%}, accuracy "
-                      f"{best['accuracy']:.1%}).")
+        best = best_sentence(summary.to_dicts())  # None without throughput; a tie is a tie
+        if best:
+            rep.paragraph(best)
         cols = [c for c in SUMMARY_COLUMNS if c in summary.columns]
-        rep.table(summary.select(cols).to_dicts(),
-                  formats={"coverage": ".1%", "accuracy": ".1%", "throughput_mbps": ".2f",
-                           "disk_seconds": ".2f"})
+        shown = summary.select(cols).to_dicts()
+        heads = {c: unit_label(c) for c in ("throughput_mbps", "disk_seconds")}  # units, once
+        rep.table([{heads.get(k, k): v for k, v in r.items()} for r in shown],
+                  formats={"coverage": ".1%", "accuracy": ".1%", heads["throughput_mbps"]: ".2f",
+                           heads["disk_seconds"]: ".2f"})
+        note = undefined_note(shown, cols)
+        if note:
+            rep.paragraph(note)
         captions = {
             "throughput": "Estimated throughput from the disk model, per table model and detector.",
             "blocks": "Demand hits and misses (left bar) and read-ahead blocks never used (right bar).",

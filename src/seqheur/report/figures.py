@@ -69,7 +69,7 @@ def throughput_bars(summary, path: str | Path, title: str = "Estimated throughpu
                         va="bottom", fontsize=7)
     ax.set_xticks(x, tables)
     ax.set_xlabel("table model")
-    ax.set_ylabel("MB/s (disk model)")
+    ax.set_ylabel("MB/s (10^6 B/s, disk model)")
     ax.set_title(title)
     ax.legend(title="detector", fontsize=7, ncols=min(len(dets), 4), loc="upper left",
               bbox_to_anchor=(0, -0.18))

@@ -79,15 +79,7 @@ def _is_text(rows: Sequence[dict[str, Any]], col: str) -> bool:
 
 
 def _fmt(v: Any, spec: str | None) -> str:
-    if v is None:
-        return "–"
-    if spec:
-        try:
-            return format(v, spec)
-        except (TypeError, ValueError):
-            return str(v)
-    if isinstance(v, float):
-        return f"{v:,.3f}" if abs(v) < 1000 else f"{v:,.0f}"
-    if isinstance(v, int) and not isinstance(v, bool):
-        return f"{v:,}"
-    return str(v)
+    """A cell: an em dash for an undefined value (null or NaN: never "nan" or "nan%")."""
+    from .text import cell
+
+    return cell(v, spec)
