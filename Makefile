@@ -7,7 +7,7 @@ DEMO    := demo-out
 PYTEST  := $(BIN)/python -m pytest
 
 .PHONY: demo test test-slow test-oracle test-lab test-dist test-fuzz test-all bench bench-quick profile lab lab-deps venv clean \
-        lock upgrade-check min-check
+        lock upgrade-check min-check test-blas
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -31,6 +31,18 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PYTEST) -q
+
+# The float-heavy tests (disk model and its profiles, replay, sweep, reports, golden outputs)
+# again under another CPU's BLAS kernels: numpy's OpenBLAS picks kernels by CPU and
+# OPENBLAS_CORETYPE forces others (tools/blas_core.py picks Haswell, what an AMD EPYC runs, or
+# Nehalem, and checks that OpenBLAS reports it in use). BLAS_CORE=Name forces a core type.
+BLAS_TESTS := tests/test_disk_model.py tests/test_disk_bench.py tests/test_replay.py \
+              tests/test_sweep.py tests/test_report.py tests/test_report_display.py \
+              tests/test_metrics.py tests/test_golden.py tests/test_dataset.py tests/test_floatcmp.py
+test-blas: $(STAMP)
+	@core=$${BLAS_CORE:-$$($(BIN)/python tools/blas_core.py --pick)}; \
+	OPENBLAS_CORETYPE=$$core $(BIN)/python tools/blas_core.py --expect $$core && \
+	OPENBLAS_CORETYPE=$$core $(PYTEST) -q $(BLAS_TESTS)
 
 # Heavier suites, each behind a marker; pytest's exit 5 (no test selected) is not a failure.
 test-slow: $(STAMP)
