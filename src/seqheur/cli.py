@@ -6,7 +6,6 @@ User errors (SeqheurError) print one line and exit 1, never a traceback.
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -40,19 +39,13 @@ def cli() -> None:
     """
 
 
-def echo_json(obj: Any) -> None:
-    """Print a JSON object on stdout (numpy scalars converted)."""
-    from .io import _json_default
-
-    click.echo(json.dumps(obj, indent=2, default=_json_default))
-
-
 def main(argv: list[str] | None = None) -> None:
     cli.main(args=argv, prog_name="seqheur")
 
 
-# Verbs live in seqheur/commands/*.py, one module per capability; each registers on `cli`.
-from .commands import register_all  # noqa: E402
+# Verbs live in seqheur/commands/*.py, one module per capability; each registers on `cli`
+# (they do not import this module: every module imports on its own).
+from .commands import echo_json, register_all  # noqa: E402,F401  (echo_json: kept importable)
 
 register_all(cli)
 

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import importlib
+import json
+from typing import Any
 
 import click
 
@@ -21,3 +23,10 @@ MODULES = [
 def register_all(cli: click.Group) -> None:
     for name in MODULES:
         importlib.import_module(f".{name}", __name__).register(cli)
+
+
+def echo_json(obj: Any) -> None:
+    """Print a JSON object on stdout (numpy scalars converted)."""
+    from ..io import _json_default
+
+    click.echo(json.dumps(obj, indent=2, default=_json_default))

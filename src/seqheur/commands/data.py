@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..cli import echo_json
+from . import echo_json
 
 
 def register(cli: click.Group) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..cli import echo_json
+from . import echo_json
 from ..config import DEFAULT
 
 _PLUGIN_HELP = ("import a detector plug-in (module name or .py file; repeatable; "

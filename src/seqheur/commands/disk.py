@@ -78,7 +78,7 @@ def bench_cmd(target: str, output: str, quick: bool, seconds: float | None, size
       seqheur bench /dev/loop0 -o loop.json --quick
       seqheur bench plot loop.json -o loop.png
     """
-    from ..cli import echo_json
+    from . import echo_json
     from ..disk.bench import BenchConfig, run_bench
     from ..errors import SpecError
 
@@ -116,7 +116,7 @@ def profiles_cmd(as_json: bool) -> None:
     Example:
       seqheur profiles --json
     """
-    from ..cli import echo_json
+    from . import echo_json
     from ..disk.profile import load_profile, registered_profiles
 
     rows = [load_profile(n).summary() for n in registered_profiles()]

@@ -8,7 +8,7 @@ import click
 
 from ..config import DEFAULT
 
-from ..cli import echo_json
+from . import echo_json
 from .data import executor_options
 
 
