@@ -82,6 +82,14 @@ def digest(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()[:24]
 
 
+def _cause_codes(col) -> np.ndarray:
+    """The cause Enum's codes as int16, null -1: the same bytes whatever integer width a
+    polars version gives an Enum's physical type (UInt32 in 1.x, UInt8 in 2.x)."""
+    import polars as pl
+
+    return col.to_physical().cast(pl.Int16).fill_null(-1).to_numpy()
+
+
 def combos():
     for det in DETECTORS:
         linux = det.startswith("linux")
@@ -116,7 +124,7 @@ def record(keep=lambda key: True) -> dict:
             r = seqheur.replay(s, det, tab, pol, cache=cache)
             req = r.requests
             cols = {c: digest(req[c].to_numpy() if c != "cause" else
-                              req[c].to_physical().fill_null(-1).to_numpy())
+                              _cause_codes(req[c]))
                     for c in req.columns}
             entry[f"replay|{det}|{tab}|{pol}|{cache}"] = {"columns": cols,
                                                           "summary": r.to_dict()}
