@@ -80,20 +80,21 @@ class LookaheadParams:
 
 @njit(nogil=True, _nrt=False)
 def lookahead_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
-    pol = world.pol
+    pol = world.policy  # the fields every policy has (block size, its log2, reorder window)
+    ahead = world.policy_params[0]  # this policy's own parameters, in LookaheadParams order
+    min_seq = world.policy_params[1]
     eof = world.fsize[f]
     cnt = R.begin_request(f, off, cnt, fresh, pol, eof, world.fs, world.ctr, world.req)
     if cnt > 0:
-        bsize = pol[R.P_BSIZE]
-        d_lo = off >> pol[R.P_BSHIFT]
-        d_hi = (off + cnt - 1) >> pol[R.P_BSHIFT]
-        world.ctr[R.C_DEMAND] += d_hi - d_lo + 1
+        d_lo = off >> pol.bshift
+        d_hi = (off + cnt - 1) >> pol.bshift
+        world.ctr.demand_blocks += d_hi - d_lo + 1
         R.simple_request(world.cache, f, off, cnt, seq, stamp, pol, eof, world.fs, world.ctr,
-                         world.req, world.ops)
-        if seq >= pol[R.P_LEN + 1]:  # own parameters follow the P_* words, in field order
-            eof_blk = (eof + bsize - 1) >> pol[R.P_BSHIFT] if eof >= 0 else -1
-            R.read_range(world.cache, f, d_hi + 1, pol[R.P_LEN], -1, stamp, d_lo, d_hi,
-                         eof_blk, bsize, eof, world.ctr, world.req, world.ops, False)
+                         world.lost, world.req, world.ops)
+        if seq >= min_seq:
+            eof_blk = (eof + pol.bsize - 1) >> pol.bshift if eof >= 0 else -1
+            R.read_range(world.cache, f, d_hi + 1, ahead, -1, stamp, d_lo, d_hi, eof_blk,
+                         pol.bsize, eof, world.ctr, world.req, world.ops, False)
     R.end_request(f, off, cnt, world.fs, world.req)
     return seq
 

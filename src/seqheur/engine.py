@@ -9,12 +9,14 @@ For every READ of a chunk, in server order, the loop
    ``prepare``-d once per call so they stay in registers); a fresh slot is counted (fresh,
    ejection when it held another file, cold when the file was never seen) and ``reset`` by the
    detector;
-3. **serves** the request: ``serve(row, params, f, off, cnt, t, fresh, stamp, world)`` returns
-   the request's seqcount. In replay it is the detector's decision turned into disk reads — a
-   read-ahead policy after the detector's ``update`` (:func:`decide_then_read`), or the
-   detector's own read-ahead (Linux) — against the cache in ``world``; in detect it is the
-   detector's ``update`` alone (:func:`decide_only`);
-4. **records** the per-request columns (``record``; only when ``keep``).
+3. **decides** the request's seqcount (``decide``: the detector's ``update``; a detector that
+   reads ahead itself decides while it reads, :func:`no_decision`);
+4. **serves** it: ``serve(world, row, params, f, off, cnt, t, seq, fresh, stamp)`` turns the
+   decision into demand and read-ahead reads against the cache in ``world`` and returns the
+   seqcount to record (replay: the policy's serve step, e.g. ``readahead.serve_request``, or
+   the detector's own read-ahead, e.g. ``heuristics.linux.serve_312``; detect:
+   :func:`serve_nothing`);
+5. **records** the per-request columns (``record``; only when ``keep``).
 
 Each step is an ordinary jitted function; :func:`loop` closes a loop over one choice of them
 (numba treats the captured functions as constants, so calls are direct and inlined as in a
@@ -189,20 +191,21 @@ def _compile(py_func: Callable[..., Any], nrt: bool = False) -> Any:
 
 
 class World(NamedTuple):
-    """What the replay's steps read and write besides the table and the detector rows: the
-    policy's parameter words, the buffer cache, per-file history and sizes, the counters, the
-    current request's scratch words, the disk-op buffer and its room, and the detector's own
-    read-ahead scratch (Linux)."""
+    """What the replay's steps read and write besides the table and the detector rows. Typed
+    state: numpy records (``np.record``, numba's ``Record``: passed by reference, a field is
+    a load or store at a constant offset) and structured arrays, their dtypes owned by the
+    module whose steps use them; a field is read by name (``world.ctr.hits``,
+    ``world.fs[f].next``), never by an index constant."""
 
-    pol: np.ndarray  # int64[P_LEN], readahead.P_*
+    policy: Any  # record of readahead.POLICY_DTYPE: block size, cluster, caps, reorder window
+    policy_params: np.ndarray  # int64: the policy's own parameters, in field order (plug-ins)
     cache: C.CacheState
-    fs: np.ndarray  # int64[files, FS_LEN]: per-file history, readahead.FS_*
+    fs: np.ndarray  # readahead.FILE_DTYPE[files]: per-file history (next, disrupt)
     fsize: np.ndarray  # int64[files]: bytes, -1 unknown
-    ctr: np.ndarray  # int64[C_LEN]: counters, readahead.C_*
-    req: np.ndarray  # int64[R_LEN]: the current request's scratch words, readahead.R_*
-    ops: tuple  # three int64 arrays: file, byte offset, length of each buffered disk read
-    room: np.ndarray  # int64[2]: op buffer capacity, ops one block of a request may issue
-    x: np.ndarray  # int64[8]: a detector's own read-ahead scratch
+    ctr: Any  # record of metrics.COUNTER_DTYPE: the loop's counters, named as summary columns
+    lost: np.ndarray  # int64[6]: misses per cause, at cause code - 1 (metrics.CAUSES)
+    req: Any  # record of readahead.REQUEST_DTYPE: the current request's scratch
+    ops: R.OpBuffer  # the disk reads not yet handed to the disk model
 
 
 @njit(nogil=True, _nrt=False, inline="always")
@@ -210,11 +213,11 @@ def admit_replay(world, requests, i, hi):
     """Stop before a request that might overflow the disk-op buffer; prefetch the cache's hash
     line of the request ``AHEAD`` places later (the trace says which block comes next: the first
     probe of a block not touched for a while is otherwise the loop's largest stall)."""
-    pol = world.pol
-    bsize = pol[R.P_BSIZE]
-    bsh = pol[R.P_BSHIFT]
+    pol = world.policy
+    bsh = pol.bshift
+    fill = world.ops.fill
     cnt = requests.count[uint64(i)]
-    if world.ctr[R.C_NOPS] + (((cnt + bsize - 1) >> bsh) + 2) * world.room[1] + 8 > world.room[0]:
+    if fill.pending + (((cnt + pol.bsize - 1) >> bsh) + 2) * fill.per_block + 8 > fill.capacity:
         return False
     if i + AHEAD < hi:
         j = uint64(i + AHEAD)
@@ -225,14 +228,14 @@ def admit_replay(world, requests, i, hi):
 @njit(nogil=True, _nrt=False, inline="always")
 def record_replay(out, i, seq, fresh, world):
     """Record step of replay: ``out`` = (seqcount, slot_fresh, prefetch, hit and miss blocks,
-    cause), from the request's scratch words."""
+    cause), from the request's scratch."""
     req = world.req
     out[0][i] = seq
     out[1][i] = fresh
-    out[2][i] = req[R.R_PF]
-    out[3][i] = req[R.R_HIT]
-    out[4][i] = req[R.R_MISS]
-    out[5][i] = req[R.R_CAUSE]
+    out[2][i] = req.prefetch_blocks
+    out[3][i] = req.hit_blocks
+    out[4][i] = req.miss_blocks
+    out[5][i] = req.cause
 
 
 # --------------------------------------------------------------------------------------------

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+import numpy as np
+
 #: Miss causes, in the order of their codes 1..6 (0 = no miss).
 CAUSES = ("ejected", "reordered", "nonsequential", "cold", "evicted", "short")
 
@@ -87,6 +89,18 @@ BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
 SUMMARY_KEYS: tuple[str, ...] = tuple(m.name for m in METRICS)
 #: Counters: integers that add up over the chunks (or iterations) of a replay.
 COUNTERS: tuple[str, ...] = tuple(m.name for m in METRICS if m.kind == "counter")
+
+#: The counters the replay loop itself keeps (the table's, the cache's, the disk model's and
+#: the per-cause ``lost_*`` are kept where they arise): one int64 field each, named as the
+#: summary column it feeds, so the summary reads them by name.
+LOOP_COUNTERS: tuple[str, ...] = ("requests", "demand_blocks", "hits", "misses", "prefetched",
+                                  "prefetch_used", "disk_ops", "disk_bytes", "disk_sync_ops",
+                                  "demand_bytes", "zero_length_requests")
+assert set(LOOP_COUNTERS) <= set(COUNTERS)
+#: The loop's counters as a numpy record (``world.ctr``; numba passes a record by reference,
+#: so the jitted steps add to it in place). Aligned: every field is an int64 at a multiple of
+#: 8, so numba emits aligned loads and stores.
+COUNTER_DTYPE = np.dtype([(name, np.int64) for name in LOOP_COUNTERS], align=True)
 
 
 def ratio(num: float, den: float) -> float:

@@ -33,17 +33,24 @@ Spec strings (``parse_policy``), with the block size each models by default:
 
 Model simplifications (spec §3.3): files are contiguous on disk (every BMAP run is as long as
 a cluster may be); no buffer is ever busy; the end of file is the file size when known (else
-read-ahead is not clipped). The numba step functions here are called by the replay loop
-(:mod:`seqheur.replay`); they are not cached on disk on their own because they call into
-:mod:`seqheur.cache` (numba's cache does not notice changes in another module); the
-specialised replay loop that inlines them is cached, keyed by the sources of all of them.
+read-ahead is not clipped). The numba step functions here are called by the engine's request
+loop (:mod:`seqheur.engine`, driven by :mod:`seqheur.replay`); they are not cached on disk on
+their own because they call into :mod:`seqheur.cache` (numba's cache does not notice changes in
+another module); the specialised loop that inlines them is cached, keyed by the sources of all
+of them.
+
+**State** (``engine.World``), typed, every field read by name: the policy's record
+(:data:`POLICY_DTYPE`) and a plug-in's own parameters, the per-file history
+(:data:`FILE_DTYPE`), the loop's counters (``metrics.COUNTER_DTYPE``, named as the summary
+columns they feed) and misses per cause (an int64 array at cause code - 1), the current
+request's scratch (:data:`REQUEST_DTYPE`) and the disk-op buffer (:class:`OpBuffer`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -64,36 +71,7 @@ POL_LINUX = 4
 KIND_NAMES = {POL_NONE: "none", POL_FIXED: "fixed", POL_FREEBSD4: "freebsd4-cluster",
               POL_FREEBSD: "freebsd-cluster", POL_LINUX: "linux"}
 
-# policy parameter words (int64 array handed to numba)
-P_KIND = 0
-P_BSIZE = 1
-P_RACLUSTER = 2  # maxphys // bsize
-P_MAXRA = 3  # 4.x MAXRA cap / current read_max
-P_READMIN = 4
-P_N = 5  # fixed:N
-P_WINDOW = 8  # reorder window (bytes) for cause attribution
-P_BSHIFT = 9  # log2(bsize): block arithmetic uses shifts (a 64-bit idiv costs ~40+ cycles)
-P_LEN = 10
-
-# replay counters (int64 array)
-C_REQUESTS = 0
-C_DEMAND = 1
-C_HITS = 2
-C_MISSES = 3
-C_PREFETCHED = 4
-C_USED = 5
-C_FRESH = 6
-C_EJECTIONS = 7
-C_LOST = 8  # 8..13: lost_<cause> for cause codes 1..6 at C_LOST + code - 1
-C_OPS = 14  # disk reads issued
-C_OP_BYTES = 15
-C_SYNC_OPS = 16
-C_NOPS = 17  # ops currently in the buffer (flushed to the disk model by the driver)
-C_DEMAND_BYTES = 18
-C_ZERO = 19  # zero-length requests
-C_LEN = 24
-
-# miss causes (0 = no miss)
+# miss causes (0 = no miss): the codes of metrics.CAUSES, 1..6
 CAUSE_EJECTED = 1
 CAUSE_REORDERED = 2
 CAUSE_NONSEQUENTIAL = 3
@@ -101,18 +79,89 @@ CAUSE_COLD = 4
 CAUSE_EVICTED = 5
 CAUSE_SHORT = 6
 
-# per-request scratch words
-R_PF = 0
-R_HIT = 1
-R_MISS = 2
-R_CAUSE = 3  # cause of the first missed block
-R_CLASS = 4  # the request's class (0 = sequential, else a cause code)
-R_LEN = 6
+# --------------------------------------------------------------------------------------------
+# the replay's state, as numpy records (a structured scalar, numba's ``Record``) and structured
+# arrays: numba passes a record by reference, also inside a NamedTuple, so a step adds to
+# ``world.ctr.hits`` in place, and a field access compiles to one load or store at a constant
+# offset, as an indexed word of an int64 array did. Dtypes are aligned (int64 fields at
+# multiples of 8: numba then emits aligned accesses). Records are ``np.record`` (views of
+# one-element ``np.recarray``), so plain Python (``NUMBA_DISABLE_JIT=1``) reads and writes the
+# same attributes.
 
-# per-file state words
-FS_NEXT = 0  # end of the file's previous request (-1: not seen yet)
-FS_DISRUPT = 1  # cause code of the last disruption not yet recovered from (0 = none)
-FS_LEN = 2
+#: What the engine's steps read of the policy (``world.policy``); a plug-in policy's own
+#: parameters are ``world.policy_params`` (ints in field order).
+POLICY_DTYPE = np.dtype([
+    ("kind", np.int64),  # POL_*
+    ("bsize", np.int64),  # block size, bytes
+    ("bshift", np.int64),  # log2(bsize): block arithmetic uses shifts (a 64-bit idiv costs
+    # ~40+ cycles)
+    ("racluster", np.int64),  # maxphys // bsize, blocks
+    ("maxra", np.int64),  # 4.x MAXRA cap / current read_max, blocks
+    ("read_min", np.int64),  # blocks
+    ("n", np.int64),  # fixed:N
+    ("window", np.int64),  # reorder window (bytes) for cause attribution
+], align=True)
+
+#: The current request's scratch (``world.req``): what it did, for the per-request columns
+#: (``begin_request`` zeroes these), and — set by a serve step whose callees need them deep in
+#: their call tree (Linux read-ahead) — its index, demand block range and end of file.
+REQUEST_DTYPE = np.dtype([
+    ("prefetch_blocks", np.int64),  # blocks it read ahead
+    ("hit_blocks", np.int64),
+    ("miss_blocks", np.int64),
+    ("cause", np.int64),  # cause of its first missed block (0: none)
+    ("request_class", np.int64),  # 0 = sequential, else a cause code (begin_request)
+    ("stamp", np.int64),  # its index in the trace (cache entries it inserts carry it)
+    ("d_lo", np.int64),  # first and last demand block
+    ("d_hi", np.int64),
+    ("eof_blk", np.int64),  # blocks up to end of file (-1: unknown)
+    ("eof_bytes", np.int64),  # the file's size (-1: unknown)
+], align=True)
+
+#: Per-file history (``world.fs[f]``).
+FILE_DTYPE = np.dtype([
+    ("next", np.int64),  # end of the file's previous request (-1: not seen yet)
+    ("disrupt", np.int64),  # cause code of the last disruption not yet recovered from (0: none)
+], align=True)
+
+#: The op buffer's fill level and size (``world.ops.fill``).
+OPS_FILL_DTYPE = np.dtype([
+    ("pending", np.int64),  # reads in the buffer (the driver hands them to the disk model)
+    ("capacity", np.int64),
+    ("per_block", np.int64),  # the most reads one demand block of a request may issue
+], align=True)
+
+
+class OpBuffer(NamedTuple):
+    """The disk reads issued since the driver last handed them to the disk model (one entry
+    per read: file, byte offset, length), and its fill level."""
+
+    file: np.ndarray  # int64[capacity]
+    offset: np.ndarray  # int64[capacity]: bytes
+    length: np.ndarray  # int64[capacity]: bytes
+    fill: Any  # a record of OPS_FILL_DTYPE
+
+
+def new_record(dtype: np.dtype) -> Any:
+    """A zeroed record of ``dtype``: a view of a one-element array, so writes (compiled or
+    plain Python) land in it."""
+    return np.zeros(1, dtype).view(np.recarray)[0]
+
+
+def new_file_state(n_files: int) -> np.ndarray:
+    """Per-file history of ``n_files`` files (at least one), none seen yet."""
+    fs = np.zeros(max(int(n_files), 1), FILE_DTYPE).view(np.recarray)
+    fs.next = -1
+    return fs
+
+
+def new_op_buffer(capacity: int, per_block: int) -> OpBuffer:
+    """An empty op buffer of ``capacity`` reads."""
+    fill = new_record(OPS_FILL_DTYPE)
+    fill.capacity = capacity
+    fill.per_block = per_block
+    return OpBuffer(*(np.zeros(int(capacity), np.int64) for _ in range(3)), fill)
+
 
 MAXPHYS = 131072  # 4.x sys/i386/include/param.h (spec §1.8)
 MAXRA_4X = 32  # vfs_cluster.c MAXRA (spec §3.1)
@@ -238,28 +287,33 @@ class Policy:
     def __str__(self) -> str:
         return self.spec
 
-    def ops_per_block(self, pol: np.ndarray) -> int:
-        """The most disk reads one demand block of a request may issue, plus slack."""
+    def ops_per_block(self, policy: Any) -> int:
+        """The most disk reads one demand block of a request may issue, plus slack
+        (``policy``: its :meth:`record`)."""
         bound = None if self.entry is None else self.entry.extra.get("ops_bound")
         if bound is None:
-            return max_ops_per_request(pol, 1)
+            return max_ops_per_request(policy, 1)
         return int(bound(self.params) if callable(bound) else bound) + 8
 
-    def param_array(self, *, window: int = 65536) -> np.ndarray:
-        """The policy's words for the engine (``P_*``), then a plug-in's own parameters in
-        field order."""
-        own = [int(getattr(self.params, f.name)) for f in dataclasses.fields(self.params)]
-        p = np.zeros(P_LEN + len(own), np.int64)
-        p[P_KIND] = self.entry.code if self.entry is not None else POL_LINUX
-        p[P_BSIZE] = self.bsize
-        p[P_RACLUSTER] = self.racluster
-        p[P_MAXRA] = self.maxra
-        p[P_READMIN] = self.read_min
-        p[P_N] = self.n
-        p[P_WINDOW] = window
-        p[P_BSHIFT] = self.bsize.bit_length() - 1
-        p[P_LEN:] = own
-        return p
+    def record(self, *, window: int = 65536) -> Any:
+        """What the engine's steps read of the policy (``world.policy``,
+        :data:`POLICY_DTYPE`); ``window``: the reorder window, bytes."""
+        r = new_record(POLICY_DTYPE)
+        r.kind = self.entry.code if self.entry is not None else POL_LINUX
+        r.bsize = self.bsize
+        r.bshift = self.bsize.bit_length() - 1
+        r.racluster = self.racluster
+        r.maxra = self.maxra
+        r.read_min = self.read_min
+        r.n = self.n
+        r.window = window
+        return r
+
+    def own_params(self) -> np.ndarray:
+        """The policy's own parameters for its serve step (``world.policy_params``): ints,
+        in field order (what a plug-in policy reads; the built-in ones read :meth:`record`)."""
+        return np.array([int(getattr(self.params, f.name))
+                         for f in dataclasses.fields(self.params)], np.int64)
 
 
 def _register_builtins() -> None:
@@ -287,7 +341,8 @@ def register_policy(name: str, *, params: type, serve: Any, ops_bound: Any,
                     doc: str = "", source: str = "", replace: bool = False) -> Any:
     """Register a read-ahead policy: ``serve(world, row, params, f, off, cnt, t, seq, fresh,
     stamp) -> seqcount`` is its engine step (see :func:`serve_request`); the policy's own
-    parameters reach it as ``world.pol[P_LEN:]`` in field order (ints). ``ops_bound(params)``
+    parameters reach it as ``world.policy_params``, ints in field order (the fields every
+    policy has, block size first, as the record ``world.policy``). ``ops_bound(params)``
     (or an int): the most disk reads one demand block of a request may issue, read-ahead
     included (the engine sizes its disk-op buffer by it: an overflow would write past it)."""
     return POLICIES.register(name, params=params, impl=serve, doc=doc, source=source,
@@ -327,16 +382,17 @@ def registered_policies() -> list[dict[str, Any]]:
 
 @njit(nogil=True, _nrt=False)
 def emit_op(ops, ctr, f, off, length, sync):
-    """Record one disk read (bytes) in the op buffer."""
-    k = ctr[C_NOPS]
-    ops[0][k] = f
-    ops[1][k] = off
-    ops[2][k] = length
-    ctr[C_NOPS] = k + 1
-    ctr[C_OPS] += 1
-    ctr[C_OP_BYTES] += length
+    """Record one disk read (bytes) in the op buffer (the engine's admit step keeps room)."""
+    fill = ops.fill
+    k = fill.pending
+    ops.file[k] = f
+    ops.offset[k] = off
+    ops.length[k] = length
+    fill.pending = k + 1
+    ctr.disk_ops += 1
+    ctr.disk_bytes += length
     if sync:
-        ctr[C_SYNC_OPS] += 1
+        ctr.disk_sync_ops += 1
 
 
 @njit(nogil=True, _nrt=False)
@@ -362,8 +418,8 @@ def insert_block(c, f, b, stamp, d_lo, d_hi, ram, ctr, req):
     key = C.make_key(f, b)
     if b < d_lo or b > d_hi:
         fl = C.F_PF
-        ctr[C_PREFETCHED] += 1
-        req[R_PF] += 1
+        ctr.prefetched += 1
+        req.prefetch_blocks += 1
     elif C.ghost_of(c, key) >= 0:  # a ghost: this demand block's miss is an eviction's fault
         fl = C.F_WASGHOST
     if ram:
@@ -423,7 +479,7 @@ def read_range(c, f, start, n, mark, stamp, d_lo, d_hi, eof_blk, bsize, eof_byte
 
 
 @njit(nogil=True, _nrt=False)
-def count_miss(c, e, f, b, fs, ctr, req):
+def count_miss(c, e, f, b, fs, ctr, lost, req):
     """Count a demand miss of block b with its cause. ``e`` is the block's entry when this
     request has already read it (-1 when it is not resident). ``evicted`` if the block was
     read ahead and evicted unused (a ghost, or re-read while a ghost), else the file's pending
@@ -434,26 +490,26 @@ def count_miss(c, e, f, b, fs, ctr, req):
         ghost = C.ghost_of(c, C.make_key(f, b)) >= 0
     if ghost:
         cause = CAUSE_EVICTED
-    elif fs[f, FS_DISRUPT] != 0:
-        cause = fs[f, FS_DISRUPT]
+    elif fs[f].disrupt != 0:
+        cause = fs[f].disrupt
     else:
         cause = CAUSE_SHORT
-    ctr[C_MISSES] += 1
-    ctr[C_LOST + cause - 1] += 1
-    req[R_MISS] += 1
-    if req[R_CAUSE] == 0:
-        req[R_CAUSE] = cause
+    ctr.misses += 1
+    lost[cause - 1] += 1
+    req.miss_blocks += 1
+    if req.cause == 0:
+        req.cause = cause
 
 
 @njit(nogil=True, _nrt=False, inline='always')
-def visit_resident(c, e, stamp, f, b, fs, ctr, req):
+def visit_resident(c, e, stamp, f, b, fs, ctr, lost, req):
     """A demand read reaches resident entry ``e``: a hit unless this request itself read the
     block (then it is a miss); LRU touch; first use of a read-ahead block."""
     if C.stamp(c, e) == stamp:
-        count_miss(c, e, f, b, fs, ctr, req)
+        count_miss(c, e, f, b, fs, ctr, lost, req)
     else:
-        ctr[C_HITS] += 1
-        req[R_HIT] += 1
+        ctr.hits += 1
+        req.hit_blocks += 1
     demand_use(c, e, ctr)
 
 
@@ -461,21 +517,21 @@ def visit_resident(c, e, stamp, f, b, fs, ctr, req):
 def demand_use(c, e, ctr):
     """LRU touch and first use of read-ahead (no hit/miss accounting)."""
     if C.use(c, e):
-        ctr[C_USED] += 1
+        ctr.prefetch_used += 1
     C.touch(c, e)
 
 
 @njit(nogil=True, _nrt=False, inline='always')
-def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, ops):
+def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, req, ops):
     """One READ through ``ffs_read`` → ``cluster_read`` per block (spec §3.1 / §3.2).
 
     Every demand block is accounted when the loop reaches it, in order, so that with
     read-ahead off the cache behaves exactly like an LRU over the block trace."""
-    bsize = pol[P_BSIZE]
-    racluster = pol[P_RACLUSTER]
+    bsize = pol.bsize
+    racluster = pol.racluster
     rmask = racluster - 1
-    v4 = pol[P_KIND] == POL_FREEBSD4
-    bsh = pol[P_BSHIFT]
+    v4 = pol.kind == POL_FREEBSD4
+    bsh = pol.bshift
     d_lo = off >> bsh
     d_hi = (off + cnt - 1) >> bsh
     eof_blk = -1
@@ -493,16 +549,16 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, op
         e = C.lookup(c, key)
         if v4:
             maxra = 2 * racluster + (totread >> bsh)
-            if maxra > pol[P_MAXRA]:
-                maxra = pol[P_MAXRA]
+            if maxra > pol.maxra:
+                maxra = pol.maxra
         else:
             maxra = seq
-            if maxra > pol[P_MAXRA]:
-                maxra = pol[P_MAXRA]
+            if maxra > pol.maxra:
+                maxra = pol.maxra
             if eof_blk >= 0 and (lbn + maxra + 1) * bsize > eof_bytes:
                 maxra = (eof_bytes >> bsh) - lbn
         if e >= 0:
-            visit_resident(c, e, stamp, f, lbn, fs, ctr, req)
+            visit_resident(c, e, stamp, f, lbn, fs, ctr, lost, req)
             if seq == 0 or (C.flags(c, e) & C.F_RAM) == 0:
                 continue
             C.clear_flag(c, e, C.F_RAM)
@@ -518,10 +574,10 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, op
                 continue
             lbn = lbn + i
         else:
-            count_miss(c, -1, f, lbn, fs, ctr, req)
+            count_miss(c, -1, f, lbn, fs, ctr, lost, req)
             tr = totread
-            if not v4 and tr < pol[P_READMIN] * bsize:
-                tr = pol[P_READMIN] * bsize
+            if not v4 and tr < pol.read_min * bsize:
+                tr = pol.read_min * bsize
             if eof_bytes >= 0 and tr > eof_bytes - lbn * bsize:
                 tr = eof_bytes - lbn * bsize
             nblks = 1
@@ -559,11 +615,11 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, op
 
 
 @njit(nogil=True, _nrt=False, inline='always')
-def simple_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, ops):
+def simple_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, req, ops):
     """``none`` and ``fixed:N``: demand blocks (one disk read per missing run), then for
     ``fixed:N`` with seqcount > 0 the N blocks after the request."""
-    bsize = pol[P_BSIZE]
-    bsh = pol[P_BSHIFT]
+    bsize = pol.bsize
+    bsh = pol.bshift
     d_lo = off >> bsh
     d_hi = (off + cnt - 1) >> bsh
     eof_blk = -1
@@ -576,26 +632,26 @@ def simple_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, ops
             if run >= 0:
                 emit_op(ops, ctr, f, run * bsize, op_bytes(run, b - run, bsize, eof_bytes), True)
                 run = -1
-            visit_resident(c, e, stamp, f, b, fs, ctr, req)
+            visit_resident(c, e, stamp, f, b, fs, ctr, lost, req)
         else:
-            count_miss(c, -1, f, b, fs, ctr, req)
+            count_miss(c, -1, f, b, fs, ctr, lost, req)
             e = insert_block(c, f, b, stamp, d_lo, d_hi, False, ctr, req)
             demand_use(c, e, ctr)
             if run < 0:
                 run = b
     if run >= 0:
         emit_op(ops, ctr, f, run * bsize, op_bytes(run, d_hi + 1 - run, bsize, eof_bytes), True)
-    if pol[P_KIND] == POL_FIXED and seq > 0 and pol[P_N] > 0:
-        read_range(c, f, d_hi + 1, pol[P_N], -1, stamp, d_lo, d_hi, eof_blk, bsize, eof_bytes,
+    if pol.kind == POL_FIXED and seq > 0 and pol.n > 0:
+        read_range(c, f, d_hi + 1, pol.n, -1, stamp, d_lo, d_hi, eof_blk, bsize, eof_bytes,
                    ctr, req, ops, False)
 
 
-def max_ops_per_request(pol: np.ndarray, max_blocks: int) -> int:
-    """An upper bound on the disk reads one request of ``max_blocks`` demand blocks issues."""
-    kind = int(pol[P_KIND])
-    if kind in (POL_FREEBSD4, POL_FREEBSD):
-        return max_blocks * (int(pol[P_MAXRA]) + 3) + 8
-    return max_blocks + int(pol[P_N]) + 8
+def max_ops_per_request(policy: Any, max_blocks: int) -> int:
+    """An upper bound on the disk reads one request of ``max_blocks`` demand blocks issues
+    (``policy``: a :data:`POLICY_DTYPE` record)."""
+    if int(policy.kind) in (POL_FREEBSD4, POL_FREEBSD):
+        return max_blocks * (int(policy.maxra) + 3) + 8
+    return max_blocks + int(policy.n) + 8
 
 
 # --------------------------------------------------------------------------------------------
@@ -607,67 +663,73 @@ def begin_request(f, off, cnt, fresh, pol, eof_bytes, fs, ctr, req):
     """Clip the request at EOF (as ``nfsrv_read`` does), classify it against the file's
     previous request and return the effective byte count.
 
-    Class (kept in ``req[R_CLASS]``; any non-zero class becomes the file's *disruption*, the
-    cause blamed for its misses until a request of the file is served without a miss):
+    Class (kept in ``req.request_class``; any non-zero class becomes the file's *disruption*,
+    the cause blamed for its misses until a request of the file is served without a miss):
     ``cold`` (first READ of the file), ``ejected`` (the table slot was recycled since the
     file's last READ), sequential (offset == end of the previous READ), ``reordered`` (within
-    ``pol[P_WINDOW]`` bytes of it), else ``nonsequential``."""
-    for k in range(R_LEN):
-        req[k] = 0
-    ctr[C_REQUESTS] += 1
+    ``pol.window`` bytes of it), else ``nonsequential``."""
+    req.prefetch_blocks = 0
+    req.hit_blocks = 0
+    req.miss_blocks = 0
+    req.cause = 0
+    req.request_class = 0
+    ctr.requests += 1
     if eof_bytes >= 0:
         if off >= eof_bytes:
             cnt = 0
         elif off + cnt > eof_bytes:
             cnt = eof_bytes - off
     if cnt <= 0:
-        ctr[C_ZERO] += 1
+        ctr.zero_length_requests += 1
         return 0
-    nxt = fs[f, FS_NEXT]
+    nxt = fs[f].next
     if nxt < 0:
         cls = CAUSE_COLD
     elif fresh:
         cls = CAUSE_EJECTED
     elif off == nxt:
         cls = 0
-    elif abs(off - nxt) <= pol[P_WINDOW]:
+    elif abs(off - nxt) <= pol.window:
         cls = CAUSE_REORDERED
     else:
         cls = CAUSE_NONSEQUENTIAL
     if cls != 0:
-        fs[f, FS_DISRUPT] = cls
-    req[R_CLASS] = cls
-    ctr[C_DEMAND_BYTES] += cnt
+        fs[f].disrupt = cls
+    req.request_class = cls
+    ctr.demand_bytes += cnt
     return cnt
 
 
 @njit(nogil=True, _nrt=False)
 def end_request(f, off, cnt, fs, req):
     if cnt > 0:
-        if req[R_MISS] == 0:
-            fs[f, FS_DISRUPT] = 0  # read-ahead has caught up with this file
-        fs[f, FS_NEXT] = off + cnt
+        if req.miss_blocks == 0:
+            fs[f].disrupt = 0  # read-ahead has caught up with this file
+        fs[f].next = off + cnt
 
 
 @njit(nogil=True, _nrt=False, inline='always')
 def serve_request(world, row, params, f, off, cnt, t, seq, fresh, stamp):
     """The engine's serve step of the FreeBSD, ``fixed`` and ``none`` policies: one READ,
     given the detector's seqcount (returned unchanged)."""
-    pol = world.pol
+    pol = world.policy
     c = world.cache
     fs = world.fs
     ctr = world.ctr
+    lost = world.lost
     req = world.req
     eof_bytes = world.fsize[f]
     cnt = begin_request(f, off, cnt, fresh, pol, eof_bytes, fs, ctr, req)
     if cnt > 0:
-        d_lo = off >> pol[P_BSHIFT]
-        d_hi = (off + cnt - 1) >> pol[P_BSHIFT]
-        ctr[C_DEMAND] += d_hi - d_lo + 1
-        kind = pol[P_KIND]
+        d_lo = off >> pol.bshift
+        d_hi = (off + cnt - 1) >> pol.bshift
+        ctr.demand_blocks += d_hi - d_lo + 1
+        kind = pol.kind
         if kind == POL_FREEBSD4 or kind == POL_FREEBSD:
-            freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, world.ops)
+            freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, req,
+                            world.ops)
         else:
-            simple_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, req, world.ops)
+            simple_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, req,
+                           world.ops)
     end_request(f, off, cnt, fs, req)
     return seq

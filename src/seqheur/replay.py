@@ -31,15 +31,19 @@ read-ahead that read-ahead removed), ``accuracy = prefetch_used / prefetched`` (
 nothing was prefetched); ``throughput_mbps`` = bytes the clients asked for / disk seconds
 (10^6 bytes; null without a profile or disk time).
 
-**Chunks.** All state (table, detector slots, cache, per-file history, disk head and
-segments, counters) lives in arrays held by a :class:`Replayer`; ``feed`` any number of
-streams that share one file numbering (``ReadStream.slice``) and the result equals a single
-replay of their concatenation. :func:`replay_chunks` does that for an iterable.
+**Chunks.** All state (table, detector slots, disk head and segments, and the
+:class:`seqheur.engine.World` the loop's steps share: cache, per-file history, counters, the
+disk-op buffer) lives in arrays and numpy records held by a :class:`Replayer`; ``feed`` any
+number of streams that share one file numbering (``ReadStream.slice``) and the result equals a
+single replay of their concatenation. :func:`replay_chunks` does that for an iterable. The
+summary reads the loop's counters by name (``world.ctr``, ``metrics.COUNTER_DTYPE``).
 
-The loop is generated per detector with :func:`seqheur.heuristics._kernel.specialize` and
-cached on disk, keyed by the sources of every module it inlines. It starts loading the cache's
-hash line for the request ``_AHEAD`` places ahead (the trace says which block comes next): the
-first probe of a block not touched for a while is otherwise the loop's largest stall.
+The loop is the engine's (:func:`seqheur.engine.loop`) composed of this detector's, table's and
+policy's steps, compiled once and cached on disk, keyed by the sources of every module it
+inlines. It starts loading the cache's hash line for the request ``engine.AHEAD`` places ahead
+(the trace says which block comes next): the first probe of a block not touched for a while is
+otherwise the loop's largest stall; it stops early when the disk-op buffer might overflow, and
+the Replayer hands the buffered reads to the disk model.
 """
 
 from __future__ import annotations
@@ -202,9 +206,7 @@ class Replayer:
             raise SeqheurError(f"{nf} files: the cache model keys at most {C.MAX_FILES - 1}")
         self.tab, self.state, self.params = make_state(self.spec, self.model, self.file_ids)
         self.tcounts = E.new_table_counts(nf)
-        pol = self.policy.param_array(window=self.reorder_window)
-        fs = np.zeros((max(nf, 1), R.FS_LEN), np.int64)
-        fs[:, R.FS_NEXT] = -1
+        policy = self.policy.record(window=self.reorder_window)
         fsize = np.full(max(nf, 1), -1, np.int64)  # -1: end of file unknown
         self.sizes: np.ndarray | None = None
         if file_sizes is not None:
@@ -218,13 +220,14 @@ class Replayer:
             per_blk = info.ops_bound(self.spec.params) + 8
             decide, serve = E.no_decision, E.without_nrt(info.serve)
         else:
-            per_blk = self.policy.ops_per_block(pol)
+            per_blk = self.policy.ops_per_block(policy)
             decide, serve = E.without_nrt(info.update), self.policy.request
-        self.world = E.World(pol, C.new_cache(self.cache_bytes, self.policy.bsize), fs, fsize,
-                             np.zeros(R.C_LEN, np.int64), np.zeros(R.R_LEN, np.int64),
-                             tuple(np.zeros(_OPS_CAP, np.int64) for _ in range(3)),
-                             np.array([_OPS_CAP, per_blk], np.int64), np.zeros(8, np.int64))
-        self.ctr = self.world.ctr
+        self.world = E.World(
+            policy=policy, policy_params=self.policy.own_params(),
+            cache=C.new_cache(self.cache_bytes, self.policy.bsize),
+            fs=R.new_file_state(nf), fsize=fsize, ctr=R.new_record(M.COUNTER_DTYPE),
+            lost=np.zeros(len(M.CAUSES), np.int64), req=R.new_record(R.REQUEST_DTYPE),
+            ops=R.new_op_buffer(_OPS_CAP, per_blk))
         self.profile_name: str | None = None
         self.disk = None
         self.disk_seconds = 0.0
@@ -268,14 +271,13 @@ class Replayer:
         if n and (offset.min() < 0 or count.min() < 0):
             raise SeqheurError("negative offset or count in the stream")
         if n:
-            room = self.world.room
-            need = (int(count.max()) // int(self.policy.bsize) + 3) * int(room[1]) + 16
-            if need > room[0]:  # one huge request must fit the op buffer
+            fill = self.world.ops.fill
+            need = (int(count.max()) // int(self.policy.bsize) + 3) * int(fill.per_block) + 16
+            if need > fill.capacity:  # one huge request must fit the op buffer
                 cap = 1 << int(need * 2 - 1).bit_length()
                 self._flush()
-                room[0] = cap
                 self.world = self.world._replace(
-                    ops=tuple(np.zeros(cap, np.int64) for _ in range(3)))
+                    ops=R.new_op_buffer(cap, int(fill.per_block)))
         keep = self.per_request
         lo = 0
         while lo < n:
@@ -315,25 +317,27 @@ class Replayer:
             self._sink = None
 
     def _flush(self) -> None:
-        k = int(self.ctr[R.C_NOPS])
+        ops = self.world.ops
+        k = int(ops.fill.pending)
         if k == 0:
             return
         if self.disk is not None:
-            ops = self.world.ops
-            res = self.disk.service(ops[0][:k], ops[1][:k], ops[2][:k], self.place, self.dstate)
+            res = self.disk.service(ops.file[:k], ops.offset[:k], ops.length[:k], self.place,
+                                    self.dstate)
             # strictly sequential sum: the total must not depend on where chunks were cut
             self.disk_seconds = float(np.cumsum(np.concatenate(([self.disk_seconds],
                                                                 res.seconds)))[-1])
             self.disk_positionings += res.positionings
             self.disk_hits += res.hits
-        self.ctr[R.C_NOPS] = 0
+        ops.fill.pending = 0
 
     # -- results ------------------------------------------------------------------------------
 
     def summary(self) -> dict[str, Any]:
         """The summary row (:data:`seqheur.metrics.METRICS`, in that order)."""
         self._flush()
-        ctr = self.ctr
+        ctr = self.world.ctr
+        lost = self.world.lost
         meta = self.world.cache.meta
         counts = self.tcounts.counts
         has_disk = self.disk is not None
@@ -343,27 +347,17 @@ class Replayer:
             "policy": self.policy.spec,
             "cache": self.cache_text,
             "profile": self.profile_name,
-            "requests": int(ctr[R.C_REQUESTS]),
-            "demand_blocks": int(ctr[R.C_DEMAND]),
-            "hits": int(ctr[R.C_HITS]),
-            "misses": int(ctr[R.C_MISSES]),
-            "prefetched": int(ctr[R.C_PREFETCHED]),
-            "prefetch_used": int(ctr[R.C_USED]),
+            **{name: int(ctr[name]) for name in M.LOOP_COUNTERS},
             "table_ejections": int(counts[E.EJECTIONS]),
-            **{f"lost_{name}": int(ctr[R.C_LOST + k]) for k, name in enumerate(M.CAUSES)},
-            "disk_ops": int(ctr[R.C_OPS]),
+            **{f"lost_{name}": int(lost[k]) for k, name in enumerate(M.CAUSES)},
             "disk_seconds": self.disk_seconds if has_disk else float("nan"),
             "block_size": int(self.policy.bsize),
             "cache_bytes": self.cache_bytes,
             "files": len(self.file_ids),
-            "demand_bytes": int(ctr[R.C_DEMAND_BYTES]),
-            "zero_length_requests": int(ctr[R.C_ZERO]),
             "prefetch_evicted": int(meta[C.M_EVICT_UNUSED]),
             "prefetch_unused_at_end": int(meta[C.M_PF_RESIDENT]),
             "table_fresh": int(counts[E.FRESH]),
             "table_cold": int(counts[E.COLD]),
-            "disk_sync_ops": int(ctr[R.C_SYNC_OPS]),
-            "disk_bytes": int(ctr[R.C_OP_BYTES]),
             "disk_positionings": self.disk_positionings if has_disk else None,
             "disk_cache_hits": self.disk_hits if has_disk else None,
             "reorder_window": self.reorder_window,

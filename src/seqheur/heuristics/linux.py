@@ -25,6 +25,10 @@ conservative"). Not modelled: the nfsd splice path's per-pipe request splitting 
 caveat), ``max_sane_readahead``, read congestion, writeback; the marker branch's hole search
 and the history count look at the page cache model.
 
+In replay the serve step (``serve_2632``/``serve_312``) runs this read-ahead against the replay's
+typed state (``engine.World``: cache, per-file history, counters by name, the request's scratch,
+the disk-op buffer); the slot's words above are the detector's own.
+
 **Without a cache** (``seqheur.detect``, which has no page cache) the same code runs against a
 stand-in: the slot remembers one extent ``[lo, hi)`` of pages its stream has read or read
 ahead since the slot was reset, and the page of the last PG_readahead mark; "cached" means
@@ -58,15 +62,6 @@ L_LO = 4  # stand-in page cache (detect without a cache model): cached extent [l
 L_HI = 5
 L_MARK = 6  # stand-in: page carrying PG_readahead (-1 none)
 L_WORDS = 7
-
-# replay context words (ctx[4])
-X_STAMP = 0
-X_DLO = 1
-X_DHI = 2
-X_EOFBLK = 3
-X_EOFBYTES = 4
-X_LEN = 5
-
 
 @dataclass(frozen=True)
 class LinuxParams:
@@ -107,14 +102,15 @@ def next_size(cur, mx):
 
 
 # --------------------------------------------------------------------------------------------
-# page cache access: the real cache model (ctx is a tuple) or the slot's stand-in (ctx None)
+# page cache access: the real cache model (``ctx`` is the replay's ``engine.World``) or the
+# slot's stand-in (``ctx`` None: detect); numba compiles each case apart, the other pruned
 
 
 @njit(nogil=True, _nrt=False)
 def _cached(ctx, f, p, row):
     if ctx is None:
         return row[L_LO] <= p and p < row[L_HI]
-    return C.lookup(ctx[0], C.make_key(f, p)) >= 0
+    return C.lookup(ctx.cache, C.make_key(f, p)) >= 0
 
 
 @njit(nogil=True, _nrt=False)
@@ -132,9 +128,9 @@ def _read(ctx, f, start, n, mark, row, sync):
             row[L_HI] = start + n
             row[L_MARK] = mark
         return
-    x = ctx[4]
-    R.read_range(ctx[0], f, start, n, mark, x[X_STAMP], x[X_DLO], x[X_DHI], x[X_EOFBLK], PAGE,
-                 x[X_EOFBYTES], ctx[1], ctx[2], ctx[3], sync)
+    req = ctx.req  # the request's stamp, demand pages and end of file (serve_linux)
+    R.read_range(ctx.cache, f, start, n, mark, req.stamp, req.d_lo, req.d_hi, req.eof_blk, PAGE,
+                 req.eof_bytes, ctx.ctr, req, ctx.ops, sync)
 
 
 @njit(nogil=True, _nrt=False, inline='always')
@@ -217,7 +213,11 @@ def ondemand(ctx, f, row, mx, ver, hit_marker, index, req):
 
 @njit(nogil=True, _nrt=False, inline='always')
 def linux_read(ctx, f, row, mx, ver, off, cnt):
-    """One buffered READ (§4.4); returns the window size (the detector's seqcount)."""
+    """One buffered READ (§4.4); returns the window size (the detector's seqcount).
+
+    ``ctx``: the replay's ``engine.World`` (the cache model, the counters, the request's
+    scratch with its stamp, demand pages and end of file, the op buffer), or None (detect:
+    the slot's stand-in cache)."""
     if cnt <= 0:
         return window(row, mx)
     index = off >> PAGE_SHIFT
@@ -232,17 +232,17 @@ def linux_read(ctx, f, row, mx, ver, off, cnt):
                 row[L_MARK] = -1
                 ondemand(ctx, f, row, mx, ver, True, p, last - p)
         else:
-            c = ctx[0]
-            x = ctx[4]
+            c = ctx.cache
+            req = ctx.req
             e = C.lookup(c, C.make_key(f, p))
             if e >= 0:
-                if C.stamp(c, e) == x[X_STAMP]:  # read by this request already
-                    R.count_miss(c, e, f, p, ctx[5], ctx[1], ctx[2])
+                if C.stamp(c, e) == req.stamp:  # read by this request already
+                    R.count_miss(c, e, f, p, ctx.fs, ctx.ctr, ctx.lost, req)
                 else:
-                    ctx[1][R.C_HITS] += 1
-                    ctx[2][R.R_HIT] += 1
+                    ctx.ctr.hits += 1
+                    req.hit_blocks += 1
             else:
-                R.count_miss(c, -1, f, p, ctx[5], ctx[1], ctx[2])
+                R.count_miss(c, -1, f, p, ctx.fs, ctx.ctr, ctx.lost, req)
             if e < 0:
                 ondemand(ctx, f, row, mx, ver, False, p, last - p)
                 e = C.lookup(c, C.make_key(f, p))
@@ -254,7 +254,7 @@ def linux_read(ctx, f, row, mx, ver, off, cnt):
                 ondemand(ctx, f, row, mx, ver, True, p, last - p)
                 e = C.lookup(c, C.make_key(f, p))
             if e >= 0:
-                R.demand_use(c, e, ctx[1])
+                R.demand_use(c, e, ctx.ctr)
     row[L_PREV] = ((last - 1) << PAGE_SHIFT) | ((off + cnt) & (PAGE - 1))
     return window(row, mx)
 
@@ -272,24 +272,24 @@ def window(row, mx):
 
 @njit(nogil=True, _nrt=False, inline='always')
 def serve_linux(world, f, row, off, cnt, fresh, stamp, mx, ver):
-    """One READ through Linux read-ahead against the cache model; returns the window size."""
-    c = world.cache
+    """One READ through Linux read-ahead against the cache model; returns the window size.
+
+    The request's stamp, demand pages and end of file go to ``world.req``: the reads deep in
+    ``linux_read``'s call tree take them from there rather than through every call."""
     fs = world.fs
-    ctr = world.ctr
     req = world.req
-    x = world.x
     eof_bytes = world.fsize[f]
-    cnt = R.begin_request(f, off, cnt, fresh, world.pol, eof_bytes, fs, ctr, req)
+    cnt = R.begin_request(f, off, cnt, fresh, world.policy, eof_bytes, fs, world.ctr, req)
     if cnt > 0:
         d_lo = off >> PAGE_SHIFT
         d_hi = (off + cnt - 1) >> PAGE_SHIFT
-        ctr[R.C_DEMAND] += d_hi - d_lo + 1
-        x[X_STAMP] = stamp
-        x[X_DLO] = d_lo
-        x[X_DHI] = d_hi
-        x[X_EOFBYTES] = eof_bytes
-        x[X_EOFBLK] = (eof_bytes + PAGE - 1) >> PAGE_SHIFT if eof_bytes >= 0 else -1
-        linux_read((c, ctr, req, world.ops, x, fs), f, row, mx, ver, off, cnt)
+        world.ctr.demand_blocks += d_hi - d_lo + 1
+        req.stamp = stamp
+        req.d_lo = d_lo
+        req.d_hi = d_hi
+        req.eof_bytes = eof_bytes
+        req.eof_blk = (eof_bytes + PAGE - 1) >> PAGE_SHIFT if eof_bytes >= 0 else -1
+        linux_read(world, f, row, mx, ver, off, cnt)
     R.end_request(f, off, cnt, fs, req)
     return window(row, mx)
 
