@@ -104,10 +104,6 @@ class DiskProfile:
     def has_seek_curve(self) -> bool:
         return len(self.seek_distance_bytes) >= 2
 
-    @property
-    def flat_zones(self) -> bool:
-        return len(set(self.zone_mbps)) <= 1
-
     def summary(self) -> dict[str, Any]:
         """One line of facts for ``seqheur profiles``."""
         where = self.provenance.get("where") or self.provenance.get("from") or ""

@@ -114,12 +114,6 @@ class DetectorSpec:
         return self.spec
 
 
-def _fmt_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
-
-
 def params_to_array(p: Any) -> np.ndarray:
     vals = [int(getattr(p, f.name)) for f in dataclasses.fields(p)]
     return np.array(vals if vals else [0], dtype=np.int64)  # never empty: numba typing
@@ -265,17 +259,6 @@ def registered_detectors() -> dict[str, DetectorInfo]:
 
 # --------------------------------------------------------------------------------------------
 # spec strings
-
-def parse_int(text: str) -> int:
-    """A size or integer: ``65536``, ``64KiB``/``64K``/``64k`` (= 65536), ``64KB`` (= 64000)
-    (the size grammar of :mod:`seqheur.options`); raises ValueError."""
-    from ..errors import SeqheurError
-
-    try:
-        return O.parse_size(text)
-    except SeqheurError:
-        raise ValueError(text) from None
-
 
 def parse_detector(spec: "str | DetectorSpec") -> DetectorSpec:
     """Parse ``NAME[:k=v,...]`` into a :class:`DetectorSpec` (SpecError on any mistake,

@@ -38,8 +38,6 @@ from .tshark import addresses, decode_reads
 
 TOOLS = ("unshare", "ip", "mount", "mountpoint", "rpcbind", "rpcinfo", "ganesha.nfsd", "nfs-ls",
          "tcpdump", "tshark", "gcc", "pkg-config")
-PACKAGES = ("nfs-ganesha", "nfs-ganesha-vfs", "rpcbind", "libnfs-utils", "libnfs-dev", "tcpdump",
-            "tshark", "gcc", "iproute2", "fuse3", "libfuse3-dev", "pkg-config")
 
 
 @dataclass(frozen=True)
