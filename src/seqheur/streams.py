@@ -66,6 +66,26 @@ class ReadStream:
         return cls(t, dense, off, cnt, ids.astype(np.uint64))
 
 
+#: The ops whose requests have an offset and a count, so they can form a stream.
+STREAM_OPS = ("read", "write", "commit")
+
+
+def no_stream_hint(table: Any, ops: Sequence[str] = ("read",)) -> str:
+    """Why a trace gave no requests to stream: the ops it does hold, with their counts."""
+    if not isinstance(table, pa.Table):
+        table = table.to_arrow()
+    if table.num_rows == 0:
+        return "the trace holds no requests at all"
+    col = table.column("op")
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(pa.string())
+    counts = pc.value_counts(col).to_pylist()
+    held = ", ".join(f"{c['counts']} {c['values']}" for c in
+                     sorted(counts, key=lambda c: -c["counts"])[:8])
+    return (f"no {'/'.join(o.upper() for o in ops)} requests with a file handle, offset and "
+            f"count; the trace holds {held} (choose others with --ops)")
+
+
 #: The request-table columns a read stream is built from.
 STREAM_COLUMNS = ("time", "file_id", "offset", "count", "op", "source_index")
 
@@ -110,6 +130,10 @@ def reads(table: pa.Table | Any, ops: Sequence[str] = ("read",), order: str = "s
     Rows whose op is in ``ops`` and that have a file_id, offset and count are kept. ``order``
     is "server" (by call arrival time, ties by source_index) or "source" (as stored).
     """
+    bad = sorted(set(ops) - set(STREAM_OPS))
+    if bad:
+        raise SeqheurError(f"ops {', '.join(map(repr, bad))} do not form read streams; valid: "
+                           f"{', '.join(STREAM_OPS)} (the ops with an offset and a count)")
     if not isinstance(table, pa.Table):
         table = table.to_arrow()
     op_col = table.column("op")
@@ -186,7 +210,10 @@ def _stats_kernel_impl(file, offset, count, n_files, reorder_depth, max_streams)
     n = len(file)
     sequential = np.zeros(n, np.bool_)
     reordered = np.zeros(n, np.bool_)
+    reread = np.zeros(n, np.bool_)
     first = np.zeros(n, np.bool_)
+    cov_lo = np.zeros(n_files, np.int64)  # the file's contiguous requested extent [lo, hi)
+    cov_hi = np.zeros(n_files, np.int64)
     stream_of = np.zeros(n, np.int64)  # global id of the sub-stream each READ joined
     seen = np.zeros(n_files, np.bool_)
     prev_end = np.zeros(n_files, np.int64)
@@ -210,7 +237,17 @@ def _stats_kernel_impl(file, offset, count, n_files, reorder_depth, max_streams)
             first[i] = True
             cur_run[f] = 1
             max_end[f] = end
+            cov_lo[f] = off
+            cov_hi[f] = end
         else:
+            # a re-read: every byte it asks for was asked for before (within the contiguous
+            # extent; bytes past a hole are not tracked, so a re-read of them is not seen)
+            if cnt > 0 and off >= cov_lo[f] and end <= cov_hi[f]:
+                reread[i] = True
+            elif off <= cov_hi[f] and end > cov_hi[f] and off >= cov_lo[f]:
+                cov_hi[f] = end
+            elif end >= cov_lo[f] and off < cov_lo[f] and end <= cov_hi[f]:
+                cov_lo[f] = off
             if off == prev_end[f]:
                 sequential[i] = True
                 cur_run[f] += 1
@@ -219,7 +256,7 @@ def _stats_kernel_impl(file, offset, count, n_files, reorder_depth, max_streams)
                 run_file[n_runs] = f
                 n_runs += 1
                 cur_run[f] = 1
-            if off < max_end[f] and max_end[f] - off <= window:
+            if not reread[i] and off < max_end[f] and max_end[f] - off <= window:
                 reordered[i] = True
             if end > max_end[f]:
                 max_end[f] = end
@@ -253,7 +290,8 @@ def _stats_kernel_impl(file, offset, count, n_files, reorder_depth, max_streams)
             run_len[n_runs] = cur_run[f]
             run_file[n_runs] = f
             n_runs += 1
-    return sequential, reordered, first, stream_of, run_len[:n_runs], run_file[:n_runs]
+    return (sequential, reordered, reread, first, stream_of, run_len[:n_runs],
+            run_file[:n_runs])
 
 
 _stats_kernel = None
@@ -285,8 +323,11 @@ def stream_stats(stream: ReadStream, reorder_depth: int = REORDER_DEPTH,
     """Per-trace and per-file statistics of a :class:`ReadStream`.
 
     * sequential: the READ starts where the file's previous READ ended;
+    * re-read: every byte it asks for was asked for before in its file (within the file's
+      contiguous requested extent; a re-read is not counted as reordered);
     * reordered (out of order): it starts below the highest end offset already requested in
-      its file, by at most ``reorder_depth`` of its own lengths (a late READ, not a seek);
+      its file, by at most ``reorder_depth`` of its own lengths (a late READ, not a seek), and
+      is not a re-read;
     * runs: maximal sequences of sequential READs of a file, in requests;
     * sub-streams: READs are matched to the nearest of up to ``max_substreams`` per-file
       cursors within the reorder window; a cursor that carries at least 8 READs and 5% of its
@@ -295,16 +336,18 @@ def stream_stats(stream: ReadStream, reorder_depth: int = REORDER_DEPTH,
     """
     import polars as pl
 
-    seq, reo, first, stream_of, run_len, run_file = _kernel()(
+    seq, reo, rer, first, stream_of, run_len, run_file = _kernel()(
         stream.file.astype(np.int64), stream.offset, stream.count.astype(np.int64),
         stream.n_files, int(reorder_depth), int(max_substreams))
     df = pl.DataFrame({
         "file": stream.file, "bytes": stream.count.astype(np.int64), "sequential": seq,
-        "reordered": reo, "first": first, "stream": stream_of, "time_ns": stream.time_ns})
+        "reordered": reo, "reread": rer, "first": first, "stream": stream_of,
+        "time_ns": stream.time_ns})
     per_stream = df.group_by("file", "stream").agg(pl.len().alias("reads"))
     per_file = df.group_by("file").agg(
         pl.len().alias("requests"), pl.col("bytes").sum(), pl.col("sequential").sum(),
-        pl.col("reordered").sum(), pl.col("time_ns").min().alias("first_ns"),
+        pl.col("reordered").sum(), pl.col("reread").sum(),
+        pl.col("time_ns").min().alias("first_ns"),
         pl.col("time_ns").max().alias("last_ns"))
     per_stream = per_stream.join(per_file.select("file", "requests"), on="file")
     long_streams = per_stream.filter(
@@ -321,6 +364,7 @@ def stream_stats(stream: ReadStream, reorder_depth: int = REORDER_DEPTH,
                                    return_dtype=pl.UInt64).alias("file_id"),
         (pl.col("sequential") / (pl.col("requests") - 1).clip(lower_bound=1)).alias("sequential_fraction"),
         (pl.col("reordered") / (pl.col("requests") - 1).clip(lower_bound=1)).alias("reordered_fraction"),
+        (pl.col("reread") / (pl.col("requests") - 1).clip(lower_bound=1)).alias("reread_fraction"),
     ).sort("file")
     n = len(stream)
     with_pred = max(n - stream.n_files, 1)
@@ -334,6 +378,8 @@ def stream_stats(stream: ReadStream, reorder_depth: int = REORDER_DEPTH,
         "reordered": int(reo.sum()),
         "sequential_fraction": float(seq.sum() / with_pred) if n else 0.0,
         "reordered_fraction": float(reo.sum() / with_pred) if n else 0.0,
+        "reread": int(rer.sum()),
+        "reread_fraction": float(rer.sum() / with_pred) if n else 0.0,
         "runs": int(len(run_len)),
         "mean_run_length": float(run_len.mean()) if len(run_len) else 0.0,
         "run_length_histogram": hist,

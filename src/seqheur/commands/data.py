@@ -33,8 +33,10 @@ def executor_options(fn):
 @click.option("--format", "fmt", default=None,
               help="force the input format (pcap, nfsdump, parquet, csv); default: sniffed")
 @click.option("--json", "as_json", is_flag=True, help="print the ingest report as JSON")
+@click.option("--strict", is_flag=True,
+              help="exit 1 if any record was skipped or reading stopped before the end")
 @executor_options
-def ingest(traces: tuple[str, ...], output: Path, fmt: str | None, as_json: bool,
+def ingest(traces: tuple[str, ...], output: Path, fmt: str | None, as_json: bool, strict: bool,
            workers: int | None, dask_local: int | None, scheduler: str | None) -> None:
     """Read traces (pcap/pcapng, nfsdump text, CSV, Parquet; gz/bz2/xz/zst) into the
     request table.
@@ -76,10 +78,37 @@ def ingest(traces: tuple[str, ...], output: Path, fmt: str | None, as_json: bool
                    f"{report.skipped_total} skipped -> {rows} rows in {output}")
         for reason, n in sorted(report.skipped.items()):
             click.echo(f"  skipped {n}: {reason}")
+        for record, reason, detail in report.examples[:5]:
+            click.echo(f"    e.g. record {record}: {reason}" + (f" ({detail})" if detail else ""))
         for e in errors:
             click.echo(f"  FAILED {e['source']}: {e['error']}")
+    stopped = report.extra.get("stopped")
+    if stopped:
+        click.echo(_stopped_line(traces, report.extra), err=True)
     if errors:
         raise SystemExit(1)
+    lost = {k: n for k, n in report.skipped.items() if k not in NOT_LOSS}
+    if strict and (stopped or lost):
+        click.echo("seqheur: error: --strict: " + "; ".join(
+            (["reading stopped before the end"] if stopped else [])
+            + [f"{n} records skipped: {k}" for k, n in sorted(lost.items())]), err=True)
+        raise SystemExit(1)
+
+
+# Skip reasons that lose nothing a replay needs: records that by nature carry no NFS call or
+# reply (pure ACKs, other protocols, retransmitted copies, blank and diagnostic lines).
+# Every other reason is data lost, which --strict turns into exit 1.
+NOT_LOSS = frozenset({"not_ip", "not_tcp_udp", "udp_not_rpc", "tcp_no_payload",
+                      "tcp_retransmission", "blank_line", "diagnostic_line"})
+
+
+def _stopped_line(traces: tuple[str, ...], extra: dict) -> str:
+    """The human line for a reader that stopped early: file, where, how much was left."""
+    at, unread = extra.get("stopped_at_byte"), extra.get("bytes_unread")
+    where = f" at byte {at:,}" if at is not None else ""
+    left = (f"; {unread:,} bytes left unread" if unread is not None else
+            "; the rest of the file could not be read (damaged compressed stream)")
+    return f"WARNING: {', '.join(traces)}: reading stopped{where}: {extra['stopped']}{left}"
 
 
 @click.group()
@@ -221,7 +250,12 @@ def stats(trace: Path, as_json: bool, files_out: Path | None, ops: str, reorder_
     from ..streams import trace_stats
 
     table, _ = read_trace(trace)
-    st = trace_stats(table, ops=tuple(o.strip() for o in ops.split(",")), reorder_depth=reorder_depth)
+    op_list = tuple(o.strip().lower() for o in ops.split(",") if o.strip())
+    st = trace_stats(table, ops=op_list, reorder_depth=reorder_depth)
+    if st.summary["requests"] == 0:
+        from ..streams import no_stream_hint
+
+        click.echo(f"seqheur: note: {trace}: {no_stream_hint(table, op_list)}", err=True)
     if files_out:
         write_parquet(st.files, files_out)
     if as_json:
@@ -233,7 +267,7 @@ def stats(trace: Path, as_json: bool, files_out: Path | None, ops: str, reorder_
     s = st.summary
     t = Table(title=f"{trace}", show_header=False)
     for key in ("requests", "files", "bytes", "sequential_fraction", "reordered_fraction",
-                "runs", "mean_run_length", "substreams", "max_substreams_per_file",
+                "reread_fraction", "runs", "mean_run_length", "substreams", "max_substreams_per_file",
                 "strided_files", "duration_s"):
         v = s[key]
         t.add_row(key, f"{v:.4f}" if isinstance(v, float) else f"{v:,}")

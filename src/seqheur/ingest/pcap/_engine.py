@@ -233,11 +233,18 @@ class Decoder:
         self.stop_reason = (f"frame {self.frames}: record header makes no sense (impossible "
                             "length); stopped reading there")
 
+    def _stopped_at(self, offset: int, unread: int | None) -> None:
+        """Where reading stopped (byte offset in the file, or in the decompressed stream of a
+        compressed file) and how many bytes were left unread (None: unknown, the rest of a
+        damaged compressed stream cannot be measured)."""
+        self.stop_offset = int(offset)
+        self.stop_unread = None if unread is None else int(unread)
+
     def _cut(self, rest: int) -> None:
         self.frames += 1
         self.ctr[S_TRUNCREC] += 1
-        self.stop_reason = (f"frame {self.frames}: cut short by the end of the file ({rest} "
-                            "bytes of it present)")
+        cut = f"frame {self.frames}: cut short by the end of the file ({rest} bytes of it present)"
+        self.stop_reason = f"{self.stop_reason}; {cut}" if self.stop_reason else cut
 
     def _run_mmap(self, fd: int, start: int) -> Iterator[pa.Table]:
         size = os.fstat(fd).st_size
@@ -264,10 +271,12 @@ class Decoder:
             yield from self._emit(final=False)
             if why == ct.CORRUPT:
                 self._corrupt()
+                self._stopped_at(file_pos, size - file_pos)
                 return
             if base + length >= size:  # the window reached the end of the file
                 if file_pos < size:
                     self._cut(size - file_pos)
+                    self._stopped_at(file_pos, size - file_pos)
                 return
             if not progressed:  # one record larger than the window
                 window *= 2
@@ -279,6 +288,7 @@ class Decoder:
         buf[:have] = np.frombuffer(carry, np.uint8)
         eof = False
         pos = 0
+        done = 0  # bytes of the (decompressed) stream before buf[0]
         while True:
             if not eof and have < buf.shape[0]:
                 got = _readinto(f, buf, have, self)
@@ -289,11 +299,15 @@ class Decoder:
             yield from self._emit(final=False)
             if why == ct.CORRUPT:
                 self._corrupt()
+                self._stopped_at(done + pos, None)
                 return
             rest = have - pos
             if eof:
+                damaged = bool(self.stop_reason)  # the decompressor gave up: rest unknown
                 if rest > 0:
                     self._cut(rest)
+                if rest > 0 or damaged:
+                    self._stopped_at(done + pos, None if damaged else rest)
                 return
             if pos == 0 and have == buf.shape[0]:  # one record larger than the buffer
                 bigger = np.empty(buf.shape[0] * 2, np.uint8)
@@ -302,6 +316,7 @@ class Decoder:
                 self._frame_arrays(buf.shape[0])
                 continue
             buf[:rest] = buf[pos:have].copy()
+            done += pos
             have = rest
             pos = 0
 
@@ -447,6 +462,8 @@ class Decoder:
             rep.extra[key] = int(c[idx])
         if self.stop_reason:
             rep.extra["stopped"] = self.stop_reason
+            rep.extra["stopped_at_byte"] = getattr(self, "stop_offset", None)
+            rep.extra["bytes_unread"] = getattr(self, "stop_unread", None)
 
 
 MADV_POPULATE_READ = 22  # Linux >= 5.14: map the window's pages in one call, no COW copies
