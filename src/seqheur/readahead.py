@@ -341,8 +341,8 @@ def register_policy(name: str, *, params: type, serve: Any, ops_bound: Any,
                     doc: str = "", source: str = "", replace: bool = False) -> Any:
     """Register a read-ahead policy: ``serve(world, row, params, f, off, cnt, t, seq, fresh,
     stamp) -> seqcount`` is its engine step (see :func:`serve_request`); the policy's own
-    parameters reach it as ``world.policy_params``, ints in field order (the fields every
-    policy has, block size first, as the record ``world.policy``). ``ops_bound(params)``
+    parameters reach it as ``world.policy_params``, ints in field order; what every policy
+    has (block size and its log2, reorder window) is the record ``world.policy``. ``ops_bound(params)``
     (or an int): the most disk reads one demand block of a request may issue, read-ahead
     included (the engine sizes its disk-op buffer by it: an overflow would write past it)."""
     return POLICIES.register(name, params=params, impl=serve, doc=doc, source=source,
