@@ -30,6 +30,11 @@ _MAGIC = (
 
 
 def _temp_beside(target: Path) -> Path:
+    if target.is_dir():  # say so before writing anything (the rename would fail at the end)
+        from .errors import SeqheurError
+
+        raise SeqheurError(f"{target}: is a directory; give a file to write, e.g. "
+                           f"{target / ('out' + (target.suffix or '.parquet'))}")
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
