@@ -70,3 +70,24 @@ def test_a_trace_without_reads_says_why(tmp_path):
         r = cli(verb, tmp_path / "noread.parquet")
         assert r.returncode == 0, r.stderr
         assert "no READ requests" in r.stderr and "getattr" in r.stderr
+
+
+def test_a_table_filtered_with_polars_and_written_back_is_conformed(tmp_path):
+    import polars as pl
+
+    import seqheur
+    from seqheur.ingest import read_trace
+
+    t = tmp_path / "t.parquet"
+    assert cli("ingest", DEMO, "-o", t).returncode == 0
+    df = pl.read_parquet(t).filter(pl.col("op") == "read")
+    df = df.with_columns(pl.col("time").dt.cast_time_unit("us"),
+                         pl.col("reply_time").dt.cast_time_unit("ms"))
+    back = tmp_path / "polars.parquet"
+    df.write_parquet(back)
+    assert pa.types.is_large_binary(pq.read_schema(back).field("fh").type)
+    table, _ = read_trace(back)  # conformed to the exact request schema
+    assert table.schema.field("fh").type == pa.binary()
+    r = cli("stats", back, "--json")
+    assert r.returncode == 0, r.stderr
+    assert seqheur.replay(back)["misses"] == seqheur.replay(t)["misses"]

@@ -170,15 +170,54 @@ def _same_type(got: pa.DataType, want: pa.DataType) -> bool:
 
 
 def conform(table: pa.Table) -> pa.Table:
-    """Cast a table that validates loosely (e.g. read back via polars) to the exact schema."""
-    validate(table)
-    cols = [table.column(f.name).cast(f.type) if table.schema.field(f.name).type != f.type
-            else table.column(f.name) for f in REQUEST_SCHEMA]
-    out = pa.Table.from_arrays(cols, schema=REQUEST_SCHEMA)
-    for name in table.column_names:
+    """Cast a table that matches the contract up to representation to the exact schema: what
+    polars or another tool writes back after filtering a trace (``large_binary``,
+    ``large_string``, string views, plain strings for dictionary columns, other integer widths,
+    other timestamp units in UTC). Values that do not fit raise SchemaError naming the column."""
+    names = table.column_names
+    cols = []
+    for f in REQUEST_SCHEMA:
+        if f.name not in names:
+            raise SchemaError(f.name, "is missing")
+        col = table.column(f.name)
+        got = col.type
+        if got != f.type:
+            if not _castable(got, f.type):
+                raise SchemaError(f.name, f"has type {got}, expected {f.type} (or a type that "
+                                          f"casts to it without loss)")
+            try:
+                col = col.cast(f.type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise SchemaError(f.name, f"cannot be cast from {got} to {f.type}: {exc}") from None
+        cols.append(col)
+    out = validate(pa.Table.from_arrays(cols, schema=REQUEST_SCHEMA))
+    for name in names:
         if name not in COLUMNS:
             out = out.append_column(table.schema.field(name), table.column(name))
     return out
+
+
+def _castable(got: pa.DataType, want: pa.DataType) -> bool:
+    """Whether a column of type ``got`` holds the same values as ``want`` in another form."""
+    t = pa.types
+    if _same_type(got, want):
+        return True
+    stringy = (t.is_string(got) or t.is_large_string(got)
+               or getattr(t, "is_string_view", lambda _: False)(got))
+    if t.is_dictionary(want):
+        return stringy or (t.is_dictionary(got) and _castable(got.value_type, pa.string()))
+    if t.is_timestamp(want):
+        return t.is_timestamp(got) and got.tz in ("UTC", "+00:00", "Etc/UTC")
+    if t.is_binary(want):
+        return (t.is_binary(got) or t.is_large_binary(got) or t.is_fixed_size_binary(got)
+                or getattr(t, "is_binary_view", lambda _: False)(got))
+    if t.is_string(want):
+        return stringy
+    if t.is_integer(want):
+        return t.is_integer(got)
+    if t.is_floating(want):
+        return t.is_floating(got) or t.is_integer(got)
+    return False
 
 
 @dataclass
