@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.installed
 DEMO    := demo-out
 PYTEST  := $(BIN)/python -m pytest
 
-.PHONY: demo test test-slow test-oracle test-lab test-dist test-fuzz test-all bench bench-quick profile lab lab-deps venv clean \
+.PHONY: deadcode demo test test-slow test-oracle test-lab test-dist test-fuzz test-all bench bench-quick profile lab lab-deps venv clean \
         lock upgrade-check min-check test-blas
 
 $(BIN)/python:
@@ -139,3 +139,9 @@ min-check: $(UV)
 
 clean:
 	rm -rf $(DEMO) bench/work .pytest_cache
+
+# Dead code: vulture over src/ (tests and benchmarks count as users), reviewed false positives
+# in vulture_whitelist.py (tests/test_deadcode.py runs the same check).
+deadcode: $(STAMP)
+	$(BIN)/python -m vulture src/seqheur tests bench vulture_whitelist.py --exclude bench/work \
+	  --min-confidence 60

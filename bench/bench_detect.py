@@ -90,7 +90,7 @@ def loop_rates(stream, det: str, table: str, reps: int) -> tuple[list[float], li
         if rep:  # the first pass is warm-up (page faults on the output arrays)
             cpu.append(n / (c1 - c0))
             wall.append(n / (w1 - w0))
-    return cpu, wall, int(tcounts.counts[E.EJECTIONS])
+    return cpu, wall, int(tcounts.counts.ejections)
 
 
 def startup(reps: int) -> tuple[list[float], list[float]]:

@@ -147,7 +147,7 @@ def _replay(args) -> list:
               profile=profile, file_sizes=sizes, per_request=False)
     warm = Replayer(stream.file_ids, **kw)
     warm.feed(stream)
-    disps = [warm._loop] + ([service_kernel] if profile else [])
+    disps = [warm._run] + ([service_kernel] if profile else [])
 
     def run():
         seqheur.replay(stream, **kw)

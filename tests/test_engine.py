@@ -54,17 +54,17 @@ def test_plain_python_engine_gives_the_compiled_results() -> None:
                 assert plain[det]["summary"][key] == value, (det, key)
 
 
-def test_built_in_tables_share_one_loop_and_detectors_get_their_own() -> None:
+def test_one_loop_per_detector_and_table_kind_whatever_the_parameters() -> None:
     s = seqheur.ReadStream.from_arrays([1, 2, 1, 2], [0, 0, 8192, 8192], 8192)
     before = set(E._LOOPS)
-    for table in ("freebsd4", "raparms", "ideal"):
-        seqheur.detect(s, "freebsd4", table)
-    seqheur.detect(s, "slowdown", "ideal")
+    for table in ("freebsd4", "ellard", "nfsheur:8x2:seed=3", "raparms", "raparms:threads=64",
+                  "ideal"):
+        for det in ("freebsd4", "slowdown:window=4096", "slowdown"):
+            seqheur.detect(s, det, table)
     new = [k for k in E._LOOPS if k not in before]
-    # at most one new loop per detector, whatever the table (none if an earlier test made it)
-    assert len(new) <= 2
-    keys = {k[3] for k in E._LOOPS}  # serve steps
-    assert len(keys) == len({(k[2], k[3]) for k in E._LOOPS})
+    # table kinds nfsheur, raparms, ideal x detectors freebsd4, slowdown: parameters are data
+    assert len(new) <= 6
+    assert len(E._LOOPS) == len(set(E._LOOPS.values()))
 
 
 def test_requests_columns_are_typed_as_the_loop_expects() -> None:

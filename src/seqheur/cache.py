@@ -73,7 +73,6 @@ _META_LEN = 16
 
 # A key packs the dense file index above a 40-bit block number.
 KEY_SHIFT = 40
-BLOCK_MASK = (1 << KEY_SHIFT) - 1
 MAX_FILES = 1 << 23
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -99,6 +98,11 @@ class CacheState(NamedTuple):
     htab: np.ndarray  # int64[2H]: (chunk key + 1, chunk) pairs; 0 = empty
     slot: np.ndarray  # int32[E, CHUNK]: per chunk, 0 / e + 1 (resident) / -(e + 1) (ghost)
     cnext: np.ndarray  # int64[E]: next free chunk (free list)
+
+
+def prefetch_counts(c: CacheState) -> tuple[int, int]:
+    """(read-ahead blocks evicted before any use, resident read-ahead blocks still unused)."""
+    return int(c.meta[M_EVICT_UNUSED]), int(c.meta[M_PF_RESIDENT])
 
 
 def new_cache(capacity_bytes: int, block_size: int) -> CacheState:

@@ -89,8 +89,8 @@ def detect(stream: ReadStream, detector: str | DetectorSpec = "freebsd4",
                               _c(stream.count, np.int32), _c(stream.time_ns, np.int64))
         _run_detect(spec.info, steps_of(model), requests, tab, state, params, out, tcounts)
     counts = tcounts.counts
-    return DetectResult(spec.spec, model.spec, out[0], out[1], int(counts[E.FRESH]),
-                        int(counts[E.EJECTIONS]), int(counts[E.COLD]), stream.n_files)
+    return DetectResult(spec.spec, model.spec, out[0], out[1], int(counts.fresh),
+                        int(counts.ejections), int(counts.cold), stream.n_files)
 
 
 def _run_detect(info: Any, table_steps: tuple[Any, Any], requests: Any, tab: Any,

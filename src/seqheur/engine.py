@@ -61,19 +61,23 @@ class Requests(NamedTuple):
     time_ns: np.ndarray  # int64: arrival time
 
 
-class TableCounts(NamedTuple):
-    """What the table did: ``counts`` [fresh slots, ejections, cold slots]; ``seen`` one byte
-    per file (1 once the file had a slot)."""
+#: What the table did: slots (re)allocated, of them taken over from another file, and of them
+#: for files seen for the first time.
+TABLE_COUNTS_DTYPE = np.dtype([("fresh", np.int64), ("ejections", np.int64),
+                               ("cold", np.int64)], align=True)
 
-    counts: np.ndarray  # int64[3]
+
+class TableCounts(NamedTuple):
+    """``counts``: a :data:`TABLE_COUNTS_DTYPE` record; ``seen``: one byte per file (1 once
+    the file had a slot)."""
+
+    counts: Any  # numpy record
     seen: np.ndarray  # uint8[files]
 
 
-FRESH, EJECTIONS, COLD = 0, 1, 2
-
-
 def new_table_counts(n_files: int) -> TableCounts:
-    return TableCounts(np.zeros(3, np.int64), np.zeros(max(int(n_files), 1), np.uint8))
+    return TableCounts(R.new_record(TABLE_COUNTS_DTYPE),
+                       np.zeros(max(int(n_files), 1), np.uint8))
 
 
 # --------------------------------------------------------------------------------------------
@@ -121,12 +125,12 @@ def _make_loop(prepare, lookup, reset, decide, serve, admit, record):
             slot, fresh, prev = lookup(table, scalars, f)
             row = rows[uint64(slot)]  # unsigned: no negative-index wraparound code
             if fresh:
-                counts[FRESH] += 1
+                counts.fresh += 1
                 if prev >= 0:
-                    counts[EJECTIONS] += 1
+                    counts.ejections += 1
                 if seen[uint64(f)] == 0:
                     seen[uint64(f)] = 1
-                    counts[COLD] += 1
+                    counts.cold += 1
                 reset(row, params, off, cnt, t)
             seq = decide(row, params, off, cnt, t)
             seq = serve(world, row, params, f, off, cnt, t, seq, fresh, base + i)

@@ -68,8 +68,6 @@ POL_FREEBSD4 = 2
 POL_FREEBSD = 3
 POL_LINUX = 4
 
-KIND_NAMES = {POL_NONE: "none", POL_FIXED: "fixed", POL_FREEBSD4: "freebsd4-cluster",
-              POL_FREEBSD: "freebsd-cluster", POL_LINUX: "linux"}
 
 # miss causes (0 = no miss): the codes of metrics.CAUSES, 1..6
 CAUSE_EJECTED = 1

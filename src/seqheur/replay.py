@@ -76,8 +76,6 @@ DEFAULT_CACHE = DEFAULT.cache
 DEFAULT_PROFILE = DEFAULT.profile
 DEFAULT_REORDER_WINDOW = DEFAULT.reorder_window
 _STEP = 1 << 22  # requests per progress step
-_AHEAD = 8  # requests between the prefetch of a request's hash line and its probe (4 and 8
-# measured alike; docs/performance.md)
 _OPS_CAP = 1 << 20  # disk reads buffered before they go to the disk model
 
 # per-request columns (name, dtype): the stream's three, then the loop's results
@@ -338,7 +336,6 @@ class Replayer:
         self._flush()
         ctr = self.world.ctr
         lost = self.world.lost
-        meta = self.world.cache.meta
         counts = self.tcounts.counts
         has_disk = self.disk is not None
         row: dict[str, Any] = {
@@ -348,16 +345,16 @@ class Replayer:
             "cache": self.cache_text,
             "profile": self.profile_name,
             **{name: int(ctr[name]) for name in M.LOOP_COUNTERS},
-            "table_ejections": int(counts[E.EJECTIONS]),
+            "table_ejections": int(counts.ejections),
             **{f"lost_{name}": int(lost[k]) for k, name in enumerate(M.CAUSES)},
             "disk_seconds": self.disk_seconds if has_disk else float("nan"),
             "block_size": int(self.policy.bsize),
             "cache_bytes": self.cache_bytes,
             "files": len(self.file_ids),
-            "prefetch_evicted": int(meta[C.M_EVICT_UNUSED]),
-            "prefetch_unused_at_end": int(meta[C.M_PF_RESIDENT]),
-            "table_fresh": int(counts[E.FRESH]),
-            "table_cold": int(counts[E.COLD]),
+            "prefetch_evicted": C.prefetch_counts(self.world.cache)[0],
+            "prefetch_unused_at_end": C.prefetch_counts(self.world.cache)[1],
+            "table_fresh": int(counts.fresh),
+            "table_cold": int(counts.cold),
             "disk_positionings": self.disk_positionings if has_disk else None,
             "disk_cache_hits": self.disk_hits if has_disk else None,
             "reorder_window": self.reorder_window,

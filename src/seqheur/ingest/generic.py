@@ -8,9 +8,7 @@ that already is a request table is returned as is (validated).
 from __future__ import annotations
 
 import csv
-import io
 import os
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -142,14 +140,3 @@ def _number(path, value, record: int, kind: str, column: str, *, scale: float = 
     if v < 0 or (hi is not None and v > hi):
         raise IngestError(path, f"{v} is out of range", record=record, kind=kind, column=column)
     return v
-
-
-def write_simple_csv(path: str | os.PathLike[str], rows: list[tuple]) -> Path:
-    """Write a simple trace (time, file, offset, count[, op]) — for tests and examples."""
-    from ..io import write_text
-
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(["time", "file", "offset", "count", "op"][: len(rows[0]) if rows else 4])
-    w.writerows(rows)
-    return write_text(buf.getvalue(), path)

@@ -96,9 +96,6 @@ class Scenario:
         """True when the wire READs are exactly the planned ones (no kernel in the path)."""
         return self.via == "libnfs"
 
-    def file_size(self, name: str) -> int:
-        return next(f.size for f in self.files if f.name == name)
-
 
 def _xorshift(state: int) -> int:
     x = state

@@ -85,7 +85,6 @@ SKIP_NAMES = (
 C_SKIP0 = 2
 (S_LINKTYPE, S_NOTIP, S_TRUNC, S_BADIP, S_NOTL4, S_V6FRAG, S_FRAGINC, S_FRAGDUP, S_UDPNOTRPC,
  S_NOPAYLOAD, S_RETRANS, S_UNSYNCED, S_BADIF, S_TRUNCREC, S_CORRUPT, S_BADL4) = range(2, 18)
-NOUTCOME = 18
 
 # message / RPC level (not frames)
 C_CALLS = 20              # NFS calls (first transmission)

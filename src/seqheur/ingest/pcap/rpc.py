@@ -24,7 +24,6 @@ from .nfs2 import nfs2_call, nfs2_reply
 from .nfs3 import nfs3_call, nfs3_reply
 from .nfs4 import nfs4_call, nfs4_reply
 
-NFS_PROG = 100003
 
 
 @njit(**NJ)

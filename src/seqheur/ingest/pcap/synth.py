@@ -65,14 +65,6 @@ def nfs3_read_reply(data: bytes, eof: bool, size: int, status: int = 0) -> bytes
     return u32(0) + u32(1) + fattr3(size) + u32(len(data)) + u32(int(eof)) + opaque(data)
 
 
-def nfs3_write_call(fh: bytes, offset: int, data: bytes, stable: int = 2) -> bytes:
-    return opaque(fh) + u64(offset) + u32(len(data)) + u32(stable) + opaque(data)
-
-
-def nfs3_write_reply(count: int, size: int) -> bytes:
-    return u32(0) + u32(0) + u32(1) + fattr3(size) + u32(count) + u32(2) + b"\0" * 8
-
-
 def nfs2_read_call(fh: bytes, offset: int, count: int) -> bytes:
     return fh + u32(offset) + u32(count) + u32(count)
 
@@ -80,12 +72,6 @@ def nfs2_read_call(fh: bytes, offset: int, count: int) -> bytes:
 def nfs2_read_reply(data: bytes, size: int) -> bytes:
     fattr = u32(1) + u32(0o644) + u32(1) + u32(0) + u32(0) + u32(size) + b"\0" * 44
     return u32(0) + fattr + opaque(data)
-
-
-def nfs4_read_compound(fh: bytes, offset: int, count: int, minor: int = 1) -> bytes:
-    seq = u32(53) + b"S" * 16 + u32(1) + u32(0) + u32(0) + u32(0)
-    return (opaque(b"read") + u32(minor) + u32(3) + seq + u32(22) + opaque(fh)
-            + u32(25) + b"\0" * 16 + u64(offset) + u32(count))
 
 
 def nfs4_read_result(data: bytes, eof: bool, size: int) -> bytes:
