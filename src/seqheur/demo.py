@@ -62,17 +62,22 @@ def main(argv: list[str] | None = None) -> int:
                   out_dir=out / "report", title=f"seqheur demo: {trace.name}")
     from rich.table import Table
 
+    from .report.text import UNITS_NOTE, best_sentence, cell, undefined_note
+
     t = Table(show_edge=False)
-    cols = {"detector": "detector", "table": "table", "throughput_mbps": "MB/s",
+    cols = {"detector": "detector", "table": "table", "throughput_mbps": "MB/s (10^6 B/s)",
             "coverage": "coverage", "accuracy": "accuracy", "hits": "hits", "misses": "misses",
             "prefetch_wasted": "RA wasted", "table_ejections": "ejections",
             "lost_reordered": "lost: reordered", "lost_nonsequential": "lost: nonseq"}
     for c, head in cols.items():
         t.add_column(head, justify="left" if c in ("detector", "table") else "right")
-    for r in res.summary.select(list(cols)).iter_rows():
-        t.add_row(*[(f"{v:.3f}" if isinstance(v, float) else f"{v:,}" if isinstance(v, int) else str(v))
-                    for v in r])
+    rows = res.summary.select(list(cols)).to_dicts()
+    for r in rows:
+        t.add_row(*[cell(v, ".3f" if isinstance(v, float) else None) for v in r.values()])
     con.print(t)
+    for line in (UNITS_NOTE, undefined_note(rows, list(cols)), best_sentence(res.summary.to_dicts())):
+        if line:
+            con.print(line, markup=False, highlight=False)
     con.print(f"report: [cyan]{res.html}[/] (results.parquet and PNGs beside it)")
     con.print(f"outputs in [cyan]{out}[/]")
     return 0
