@@ -3,9 +3,8 @@
 Spec strings (``parse_policy``), with the block size each models by default:
 
 ``freebsd4-cluster[:bsize=16384][:maxphys=131072][:maxra=32]``
-    FreeBSD 4.x ``cluster_read`` (spec/heuristics.md §3.1; DragonFly 984263bc
-    ``sys/kern/vfs_cluster.c``). Block = UFS block, default 16 KiB (4.x newfs ``DFL_BLKSIZE``,
-    §1.8). ``racluster = maxphys / bsize`` (MAXPHYS 128 KiB → 8 blocks). On a demand miss: a
+    FreeBSD 4.x ``cluster_read`` (DragonFly 984263bc ``sys/kern/vfs_cluster.c``, the 4.x
+    code). Block = UFS block, default 16 KiB (4.x newfs ``DFL_BLKSIZE``). ``racluster = maxphys / bsize`` (MAXPHYS 128 KiB → 8 blocks). On a demand miss: a
     synchronous read of the demand block (a cluster of ``min(ceil(rest/bsize), racluster)``
     blocks when the rest of the request is larger than a block), then **one** asynchronous
     cluster of ``min(racluster, max(seqcount, ceil(request/bsize)))`` blocks if it starts below
@@ -14,7 +13,7 @@ Spec strings (``parse_policy``), with the block size each models by default:
     ``racluster``-th, and start the next cluster at the first hole if it lies below
     ``block + seqcount``.
 ``freebsd-cluster[:bsize=32768][:read_max=64][:read_min=1][:maxphys=131072]``
-    Current FreeBSD ``cluster_read`` (§3.2). Block default 32 KiB (current newfs default).
+    Current FreeBSD ``cluster_read`` (freebsd-src ``sys/kern/vfs_cluster.c``). Block default 32 KiB (current newfs default).
     Read-ahead extends to ``maxra = min(seqcount, read_max)`` blocks past the demand block,
     issued as clusters of ``racluster`` blocks; seqcount 0 or 1 reads nothing ahead (except
     that a demand miss always reads at least ``read_min`` blocks, as the kernel does); a hit
@@ -31,7 +30,7 @@ Spec strings (``parse_policy``), with the block size each models by default:
 ``auto`` (the default of :func:`seqheur.replay`) picks ``linux`` for Linux detectors,
 ``freebsd-cluster`` for ``freebsd``, and ``freebsd4-cluster`` (the paper's setting) otherwise.
 
-Model simplifications (spec §3.3): files are contiguous on disk (every BMAP run is as long as
+Model simplifications (docs/replay.md, "The model, per READ"): files are contiguous on disk (every BMAP run is as long as
 a cluster may be); no buffer is ever busy; the end of file is the file size when known (else
 read-ahead is not clipped). The numba step functions here are called by the engine's request
 loop (:mod:`seqheur.engine`, driven by :mod:`seqheur.replay`); they are not cached on disk on
@@ -161,9 +160,9 @@ def new_op_buffer(capacity: int, per_block: int) -> OpBuffer:
     return OpBuffer(*(np.zeros(int(capacity), np.int64) for _ in range(3)), fill)
 
 
-MAXPHYS = 131072  # 4.x sys/i386/include/param.h (spec §1.8)
-MAXRA_4X = 32  # vfs_cluster.c MAXRA (spec §3.1)
-READ_MAX = 64  # vfs.read_max (spec §3.2)
+MAXPHYS = 131072  # 4.x sys/i386/include/param.h
+MAXRA_4X = 32  # 4.x vfs_cluster.c MAXRA
+READ_MAX = 64  # current vfs.read_max default
 
 
 def _check_bsize(name: str, bsize: int) -> None:
@@ -521,7 +520,7 @@ def demand_use(c, e, ctr):
 
 @njit(nogil=True, _nrt=False, inline='always')
 def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, req, ops):
-    """One READ through ``ffs_read`` → ``cluster_read`` per block (spec §3.1 / §3.2).
+    """One READ through ``ffs_read`` → ``cluster_read`` per block (4.x or current rules).
 
     Every demand block is accounted when the loop reaches it, in order, so that with
     read-ahead off the cache behaves exactly like an LRU over the block trace."""

@@ -1,8 +1,9 @@
 """Replay: a read stream through table + detector + read-ahead policy + buffer cache + disk.
 
-For every READ, in server order (spec/heuristics.md §6.1), one fused numba loop does:
+For every READ, in server order (arrival at the server: the order its heuristic sees), one
+fused numba loop (:mod:`seqheur.engine`) does:
 
-1. the **table model** picks the file's slot (``seqheur.tables.table_lookup``); a fresh slot
+1. the **table model** picks the file's slot (its ``lookup`` step, :mod:`seqheur.tables`); a fresh slot
    is ``reset`` by the detector; the **detector** ``update`` gives the seqcount;
 2. the request is clipped at end of file and **classified** against the file's previous READ
    (cold, ejected, sequential, reordered, nonsequential; :func:`readahead.begin_request`);
@@ -23,7 +24,7 @@ the file), ``ejected`` (the file's table slot was recycled since its last READ),
 miss. A miss of a file with no pending disruption is ``short``: the access was sequential but
 read-ahead did not reach far enough (still ramping up, or requests larger than the window).
 
-**Metrics** (summary keys of DESIGN.md, plus more): ``hits + misses == demand_blocks``;
+**Metrics** (:mod:`seqheur.metrics`, the one schema): ``hits + misses == demand_blocks``;
 ``prefetched == prefetch_used + prefetch_wasted`` where wasted = evicted unused
 (``prefetch_evicted``) + still unused at the end (``prefetch_unused_at_end``);
 ``coverage = prefetch_used / (prefetch_used + misses)`` (share of the misses without
@@ -95,7 +96,7 @@ SUMMARY_KEYS = M.SUMMARY_KEYS  # the summary columns, in order (seqheur.metrics)
 class ReplayResult:
     """What a replay produced.
 
-    ``summary``: a one-row polars DataFrame with DESIGN.md's keys (and more), so results of a
+    ``summary``: a one-row polars DataFrame with :data:`seqheur.metrics.METRICS`' columns, so results of a
     sweep concatenate. ``requests``: per-request polars DataFrame (``file``, ``offset``,
     ``count``, ``seqcount``, ``slot_fresh``, ``prefetch_blocks``, ``hit_blocks``,
     ``miss_blocks``, ``cause``), or None when not kept or when they were streamed to the

@@ -1,4 +1,5 @@
-"""``linux-2.6.32`` and ``linux-3.12``: Linux on-demand read-ahead (spec/heuristics.md §4).
+"""``linux-2.6.32`` and ``linux-3.12``: Linux on-demand read-ahead
+(``mm/readahead.c``; docs/replay.md, "The model, per READ", item 4).
 
 Unlike the FreeBSD detectors, Linux read-ahead decides *what to read* itself and consults the
 page cache: a PG_readahead mark on a cached page triggers the asynchronous path, a hole search
@@ -7,22 +8,22 @@ just before a miss. So these detectors are replayed together with the cache mode
 (:mod:`seqheur.cache`, 4 KiB pages) by :func:`seqheur.replay`, which implies the ``linux``
 read-ahead policy.
 
-State per table slot (a ``struct file_ra_state``, §4.1): ``[start, size, async_size,
+State per table slot (a ``struct file_ra_state``): ``[start, size, async_size,
 prev_pos, lo, hi, mark]``; ``prev_pos`` starts at -1. The per-request ``seqcount`` a Linux
 detector reports is the window size ``size`` in pages after the request (0 before any
-read-ahead), capped at ``ra_pages`` (32 = 128 KiB by default, §4.2), where a long sequential
+read-ahead), capped at ``ra_pages`` (32 = 128 KiB by default, ``VM_READAHEAD_PAGES``), where a long sequential
 stream saturates (a merged first submit may briefly make ``size`` up to twice that).
 
-Per READ of ``count`` bytes at ``pos`` (§4.4, buffered read path): pages ``index = pos>>12``
+Per READ of ``count`` bytes at ``pos`` (the buffered read path, ``generic_file_buffered_read``): pages ``index = pos>>12``
 up to ``last = (pos+count+4095)>>12``; for each page: not cached → synchronous
 ``ondemand(hit_marker=False, req=last-page)`` (then the page itself if still missing); cached
 with PG_readahead → clear it, asynchronous ``ondemand(hit_marker=True, ...)``. Afterwards
-``prev_pos = (last-1)<<12 | (pos+count)&4095``. ``ondemand`` is §4.5 (2.6.31–3.11, with
-``init``/``next`` window sizing §4.3); context read-ahead (§4.6) fires on *any* history page in
+``prev_pos = (last-1)<<12 | (pos+count)&4095``. ``ondemand`` is ``ondemand_readahead`` (2.6.31–3.11, with
+``get_init_ra_size``/``get_next_ra_size`` window sizing); context read-ahead fires on *any* history page in
 ``linux-2.6.32`` and only when the history exceeds the request (window ``min(h+req, max)``,
 ``async_size`` 1) in ``linux-3.12`` (commit 2cad4018 "readahead: make context readahead more
-conservative"). Not modelled: the nfsd splice path's per-pipe request splitting (§4.4
-caveat), ``max_sane_readahead``, read congestion, writeback; the marker branch's hole search
+conservative"). Not modelled: the nfsd splice path's per-pipe request splitting,
+``max_sane_readahead``, read congestion, writeback; the marker branch's hole search
 and the history count look at the page cache model.
 
 In replay the serve step (``serve_2632``/``serve_312``) runs this read-ahead against the replay's
@@ -66,7 +67,7 @@ L_WORDS = 7
 @dataclass(frozen=True)
 class LinuxParams:
     ra_kb: int = param(128, unit="KiB", doc="bdi read_ahead_kb, VM_MAX_READAHEAD / "
-                       "VM_READAHEAD_PAGES, §4.2; a multiple of 4 in 4..1048576")
+                       "VM_READAHEAD_PAGES; a multiple of 4 in 4..1048576")
 
     def __post_init__(self) -> None:
         if not 4 <= self.ra_kb <= 1 << 20 or self.ra_kb % 4:
@@ -78,7 +79,7 @@ class LinuxParams:
 
 
 # --------------------------------------------------------------------------------------------
-# window sizing (§4.3)
+# window sizing (get_init_ra_size, get_next_ra_size)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -145,7 +146,7 @@ def _submit(ctx, f, row, sync):
 
 @njit(nogil=True, _nrt=False, inline='always')
 def ondemand(ctx, f, row, mx, ver, hit_marker, index, req):
-    """``ondemand_readahead`` (§4.5); ``ver`` 0 = 2.6.31–3.11 context rule, 1 = 3.12+ (§4.6)."""
+    """``ondemand_readahead``; ``ver`` 0 = 2.6.31–3.11 context rule, 1 = 3.12+ (commit 2cad4018)."""
     initial = index == 0
     submit = False
     if not initial:
@@ -213,7 +214,7 @@ def ondemand(ctx, f, row, mx, ver, hit_marker, index, req):
 
 @njit(nogil=True, _nrt=False, inline='always')
 def linux_read(ctx, f, row, mx, ver, off, cnt):
-    """One buffered READ (§4.4); returns the window size (the detector's seqcount).
+    """One buffered READ; returns the window size (the detector's seqcount).
 
     ``ctx``: the replay's ``engine.World`` (the cache model, the counters, the request's
     scratch with its stamp, demand pages and end of file, the op buffer), or None (detect:
@@ -339,7 +340,7 @@ def update_312(state, params, offset, count, time_ns):
 @detector("linux-2.6.32", params=LinuxParams, state_words=L_WORDS, builtin=True,
           max_seqcount=lambda p: p.ra_pages, serve=serve_2632, ops_bound=ops_bound, policy="linux",
           block_size=PAGE,
-          source="AndreiLux/ref-3.10 mm/readahead.c @ 147ee332 (2.6.31-3.11 rules); spec §4.5, §4.6")
+          source="AndreiLux/ref-3.10 mm/readahead.c @ 147ee332 (2.6.31-3.11 rules)")
 class Linux2632:
     """Linux 2.6.31-3.11 on-demand read-ahead: window ramp x4/x2 to ra_pages, PG_readahead
     async trigger, context read-ahead on any cached history page; seqcount = window (pages)."""
@@ -351,7 +352,7 @@ class Linux2632:
 @detector("linux-3.12", params=LinuxParams, state_words=L_WORDS, builtin=True,
           max_seqcount=lambda p: p.ra_pages, serve=serve_312, ops_bound=ops_bound, policy="linux",
           block_size=PAGE,
-          source="commit 2cad4018 (v3.12); CachyOS/linux mm/readahead.c @ 4cbe8f83; spec §4.6")
+          source="commit 2cad4018 (v3.12); CachyOS/linux mm/readahead.c @ 4cbe8f83")
 class Linux312:
     """Linux 3.12+ on-demand read-ahead: as 2.6.32, but context read-ahead only when more
     than req history pages are cached (window min(h+req, max), async 1)."""
