@@ -1,7 +1,7 @@
 """``seqheur.detect``: run a ReadStream through a table model and a detector.
 
 Requests are processed in stream (server) order through one shared table, as the kernel does
-(spec/heuristics.md §6.1). For every request the table picks the file's slot (fresh when newly
+(docs/heuristics.md). For every request the table picks the file's slot (fresh when newly
 allocated or recycled, then the detector's ``reset`` runs), and the detector's ``update``
 returns the request's seqcount. This is the inner loop the full replay builds on.
 """

@@ -1,6 +1,6 @@
 """The request table: one row per NFS operation, the contract between ingest and the rest.
 
-Columns, types and meanings are documented in ``docs/formats.md`` and DESIGN.md. Readers
+Columns, types and meanings are documented in ``docs/formats.md``. Readers
 build tables with :func:`build_request_table`, which casts to exactly these types; anything
 else that produces a request table can be checked with :func:`validate`.
 

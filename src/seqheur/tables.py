@@ -1,11 +1,12 @@
-"""Table models: where a server keeps per-file detector state (spec/heuristics.md §1.4, §1b, §2, §4.9).
+"""Table models: where a server keeps per-file detector state (rules and sources:
+docs/heuristics.md, Table models).
 
 A table model decides, for every request, which *slot* holds the file's detector state and
 whether that slot is *fresh* (newly allocated or recycled from another file, so the detector
 must ``reset`` it). Three kinds:
 
 ``nfsheur:SIZExPROBES[:hash=uniform|dense][:seed=N]``
-    The FreeBSD NFS server's open-addressed heuristic table (§1.4). Probing starts at
+    The FreeBSD NFS server's open-addressed heuristic table (4.x ``sys/nfs/nfs_serv.c``). Probing starts at
     ``h0 mod SIZE`` (``& 63`` for 64 slots is the same value), tests ``PROBES`` slots for the
     file, decays the ``use`` count of every slot it passes, and otherwise recycles the slot
     with the lowest ``use`` among the ``PROBES + 1`` candidates (earliest wins ties; the last
@@ -14,7 +15,7 @@ must ``reset`` it). Three kinds:
     Aliases: ``freebsd4`` = nfsheur:64x4, ``ellard`` = nfsheur:1017x32,
     ``freebsd`` = nfsheur:1031x32 (options may follow an alias: ``freebsd4:hash=dense``).
 ``raparms[:threads=N][:hash=uniform|dense][:seed=N]``
-    Linux nfsd's read-ahead parameter cache, ≤ 5.3 (§4.9): 16 buckets of
+    Linux nfsd's read-ahead parameter cache, ≤ 5.3 (``fs/nfsd/vfs.c``): 16 buckets of
     ``n = max(2, ceil(2*threads/16))`` entries, each bucket an MRU list; a miss recycles the
     last idle entry (in a serial replay every entry is idle, so the bucket's LRU entry).
 ``ideal``
@@ -28,7 +29,7 @@ file's start value ``h0`` is chosen by the ``hash`` option:
   0xBF58476D1CE4E5B9; xor-shift 27, multiply 0x94D049BB133111EB; xor-shift 31), standing for
   arbitrary vnode addresses. Deterministic: the same trace and seed give the same collisions.
 * ``dense``: the file's dense index (order of first appearance), standing for vnodes
-  allocated in order from a zone (§1.3 modelling advice).
+  allocated in order from a zone.
 
 ``h0 mod SIZE`` is the start slot of an nfsheur table and ``h0 & 15`` the raparms bucket.
 
@@ -63,11 +64,11 @@ KIND_IDEAL = 0
 KIND_NFSHEUR = 1
 KIND_RAPARMS = 2
 
-# FreeBSD nfsheur use counts (§1.1): NHUSE_INIT, NHUSE_INC, NHUSE_MAX
+# FreeBSD nfsheur use counts: NHUSE_INIT, NHUSE_INC, NHUSE_MAX
 NHUSE_INIT = 64
 NHUSE_INC = 16
 NHUSE_MAX = 2048
-RAPARM_BUCKETS = 16  # RAPARM_HASH_BITS = 4 (§4.9)
+RAPARM_BUCKETS = 16  # RAPARM_HASH_BITS = 4 (fs/nfsd/vfs.c)
 
 # cfg layout: [kind, n_slots, probes, entries_per_bucket, buckets, use_init, use_inc, use_max]
 _CFG_LEN = 8
@@ -110,7 +111,7 @@ _HASH_DOC = ("start slot: uniform = splitmix64(file id XOR seed), standing for v
 
 @dataclass(frozen=True)
 class NfsheurTable:
-    """FreeBSD ``nfsheur`` table: SIZE slots, PROBES probes per lookup (§1.4, §1b, §2.3)."""
+    """FreeBSD ``nfsheur`` table: SIZE slots, PROBES probes per lookup (docs/heuristics.md)."""
 
     size: int = param(64, unit="slots", doc="slots in the table, >= 1")
     probes: int = param(4, unit="slots", doc="slots probed per lookup, >= 1")
@@ -146,7 +147,7 @@ class NfsheurTable:
 
 @dataclass(frozen=True)
 class RaparmsTable:
-    """Linux nfsd read-ahead parameter cache (≤ 5.3, §4.9): 16 MRU buckets."""
+    """Linux nfsd read-ahead parameter cache (≤ 5.3): 16 MRU buckets."""
 
     threads: int = param(8, unit="threads", doc="nfsd threads: 16 buckets of "
                          "max(2, ceil(2 x threads / 16)) entries, >= 1")
@@ -259,12 +260,12 @@ def _register_builtins() -> None:
     register_table("nfsheur", params=NfsheurTable, lookup=nfsheur_lookup, builtin=True,
                    doc="FreeBSD NFS server nfsheur table: open addressing, use counts "
                        "64/+16/2048 decayed while probing, victim = lowest use",
-                   source="spec/heuristics.md §1.4, §1b, §2.3; FreeBSD sys/nfs/nfs_serv.c",
+                   source="FreeBSD sys/nfs/nfs_serv.c (4.x nfsheur); Ellard & Seltzer 2003 §6.3",
                    aliases={a: ALIASES[a] for a in ("freebsd4", "ellard", "freebsd")})
     register_table("raparms", params=RaparmsTable, lookup=raparms_lookup, builtin=True,
                    doc="Linux nfsd read-ahead parameter cache (<= 5.3): 16 MRU buckets of "
                        "max(2, ceil(2*threads/16)) entries",
-                   source="spec/heuristics.md §4.9; Linux fs/nfsd/vfs.c nfsd_get_raparms")
+                   source="Linux fs/nfsd/vfs.c nfsd_get_raparms (<= 5.3)")
     register_table("ideal", params=IdealTable, lookup=ideal_lookup, builtin=True,
                    doc="one slot per file, never ejected (upper bound)",
                    source="seqheur: the upper bound of any table")
@@ -358,7 +359,7 @@ def registered_tables() -> list[dict[str, Any]]:
 
 @njit(cache=True, nogil=True, _nrt=False)
 def nfsheur_lookup(slot_file, use, h0, n, probes, use_init, use_inc, use_max, f):
-    """§1.4 lookup of file ``f``: (slot, fresh, prev_file). Scalars are passed separately so a
+    """The nfsheur lookup of file ``f``: (slot, fresh, prev_file). Scalars are passed separately so a
     calling loop can keep them in registers. Indices are cast to uint64 (all are >= 0) so
     numba emits no negative-index wraparound (measured ~20 % faster)."""
     i = h0[uint64(f)]
@@ -398,7 +399,7 @@ def nfsheur_lookup(slot_file, use, h0, n, probes, use_init, use_inc, use_max, f)
 
 @njit(cache=True, nogil=True, _nrt=False)
 def raparms_lookup(slot_file, order, h0, per, f):
-    """§4.9 lookup of file ``f`` in its MRU bucket: (slot, fresh, prev_file)."""
+    """The raparms lookup of file ``f`` in its MRU bucket: (slot, fresh, prev_file)."""
     base = h0[uint64(f)] * per
     pos = per - 1  # miss: the last idle entry of the MRU list
     found = False

@@ -1,6 +1,6 @@
 """The raw-device bench: read-only O_DIRECT measurements of a block device or file -> DiskProfile.
 
-Rules (spec/disk-bench.md §2, §3, §4, §6, §11, §12):
+Rules (docs/disk-bench.md):
 
 * **Read-only by construction.** :func:`open_target` is the only place that opens the target:
   ``O_RDONLY | O_DIRECT | O_CLOEXEC`` (no write, create or truncate flag exists in this module),
@@ -17,7 +17,7 @@ Rules (spec/disk-bench.md §2, §3, §4, §6, §11, §12):
   first failed read stopping the run with its errno. Queue depth N = N threads each running
   that loop (N blocking reads in flight, like fio psync ``numjobs=N``); sequential QD > 1 is
   one stream striped across the threads (thread k: positions k, k+N, …). Python threads
-  taking turns at the GIL around ``os.preadv`` fell 15-20 % behind fio at 4 KiB QD8 (issue 5).
+  taking turns at the GIL around ``os.preadv`` fell 15-20 % behind fio at 4 KiB QD8.
 * **Against noise.** Every point: a warm-up run that is discarded, then ``reps`` repetitions
   interleaved with the other points of its table (A B C, then a fresh random order ...),
   min / median / max over the repetitions, percentiles over all reads, the number of reads, and the client CPU used
@@ -55,7 +55,7 @@ from .. import __version__
 from ..errors import SeqheurError
 from .profile import DiskProfile, DriveCache
 
-# read-only query ioctls, the only ones this module may issue (spec §12)
+# read-only query ioctls, the only ones this module may issue
 BLKGETSIZE64 = 0x80081272
 BLKSSZGET = 0x1268
 BLKPBSZGET = 0x127B
@@ -534,7 +534,7 @@ def timed_reads(t: Target, bs: int, offsets: OffsetSource, *, depth: int = 1,
                bytes=int(lat.size) * bs, short_reads=short, threads=1 if backend == "aio" else depth)
 
 
-# -- Linux native AIO through raw syscalls (spec §4.2): one thread, QD reads in flight ---------
+# -- Linux native AIO through raw syscalls: one thread, QD reads in flight ---------
 _AIO_NR = {"x86_64": (206, 207, 208, 209), "aarch64": (0, 1, 4, 2)}  # setup destroy getevents submit
 IOCB_CMD_PREAD = 0
 
@@ -687,10 +687,10 @@ def run_bench(target: str | os.PathLike[str], config: BenchConfig | None = None,
         def budget(section: str, points: int) -> float:
             return max(0.02, cfg.seconds * _SHARE[section] / max(1, points) / (cfg.reps + cfg.warmup_frac))
 
-        # empty-preadv cost: recorded beside the cached latency (spec §3)
+        # empty-preadv cost: recorded beside the cached latency
         notes["empty_preadv_ns"] = _empty_call_ns(t)
 
-        # first touch vs re-read: before anything else warms hidden caches (spec §8)
+        # first touch vs re-read: before anything else warms hidden caches
         say("first touch vs re-read")
         tables["first_touch"] = _first_touch(t, span, rng, budget("first_touch", 2))
 
@@ -714,7 +714,7 @@ def run_bench(target: str | os.PathLike[str], config: BenchConfig | None = None,
         keys = [(bs, d, pat, "threads") for pat in ("rand", "seq") for bs in qd_sizes
                 for d in cfg.depths]
         if cfg.aio and aio_available():
-            # the AIO backend reaches higher QD at small blocks than threads can (spec §4.2)
+            # the AIO backend reaches higher QD at small blocks than threads can
             keys += [(qd_sizes[0], d, "rand", "aio") for d in cfg.depths if d > 1]
         tables["queue_depth"] = _interleaved(
             cfg, keys,
@@ -780,7 +780,7 @@ def _dontneed(t: Target) -> None:
 
 def _empty_call_ns(t: Target) -> float:
     """Median time of an empty read in the native loop (the syscall and the clock pair around
-    it): the part of a cached read's latency that is not the copy (spec §3). It is timed the
+    it): the part of a cached read's latency that is not the copy. It is timed the
     way ``tables.cached`` is; the profile keys keep their historical ``empty_preadv`` names."""
     run = timed_reads(t, 0, _same_offset(0), seconds=1.0, max_ios=2000)
     return float(np.median(run.lat_ns)) if run.ios else 0.0
@@ -829,7 +829,7 @@ def _first_touch(t: Target, span: int, rng: random.Random, seconds: float) -> li
 
 def _seek(t: Target, span: int, bs: int, cfg: BenchConfig, rng: random.Random,
           seconds: float) -> tuple[list[dict[str, Any]], bool]:
-    """Latency of a read at a ± d right after a read at a, for log2-spaced d (spec §11.1)."""
+    """Latency of a read at a ± d right after a read at a, for log2-spaced d."""
     dists = []
     d = bs
     while d <= span // 2:
@@ -916,7 +916,7 @@ def _interleaved_streams(k: int, gap: int, bs: int) -> OffsetSource:
 def _idle_gaps(t: Target, span: int, bs: int, cfg: BenchConfig, rng: random.Random,
                seconds: float) -> list[dict[str, Any]]:
     """Random reads with the device left idle between them: NFS read-ahead arrives with gaps,
-    and on the reference VM a 100 ms gap doubled the latency (spec §6.1). Gaps interleaved."""
+    and on the reference VM a 100 ms gap doubled the latency. Gaps interleaved."""
     lat: dict[float, list[int]] = {g: [] for g in IDLE_GAPS}
     per_gap = seconds / len(IDLE_GAPS)
     buf = _buffer(bs)
@@ -945,7 +945,7 @@ def _idle_gaps(t: Target, span: int, bs: int, cfg: BenchConfig, rng: random.Rand
 
 def _is_flat(values: list[float], spreads: list[dict[str, float]]) -> bool:
     """Flat unless the range across points beats the typical run-to-run (max-min) spread and
-    the trend is monotone in more than 3/4 of the steps (spec §6.2, "curves vs noise")."""
+    the trend is monotone in more than 3/4 of the steps."""
     if len(values) < 3:
         return True
     rng = max(values) - min(values)

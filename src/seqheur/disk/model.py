@@ -1,6 +1,6 @@
 """Disk-time model: a sequence of disk reads -> service seconds, from a DiskProfile.
 
-Model (issue 4 item 6; the traps are Ellard & Seltzer 2003 §5):
+Model (the traps are Ellard & Seltzer 2003 §5):
 
 * **Layout.** Files are placed one after another in first-appearance order (file index order),
   starting at ``Layout.start`` (a fraction of the capacity: 0 = outermost, fastest zone), each

@@ -1,6 +1,6 @@
 """DiskProfile: what seqheur knows about one disk, as JSON with a schema version.
 
-A profile has two parts (contract in DESIGN.md, "DiskProfile"):
+A profile has two parts (docs/disk-bench.md):
 
 * ``model`` — the parameters the disk-time model (:mod:`seqheur.disk.model`) runs on:
   capacity, positioning time by seek distance (seek + rotational latency), the average random

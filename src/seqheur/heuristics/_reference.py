@@ -1,5 +1,5 @@
-"""Plain-Python transcriptions of spec/heuristics.md §1.4 (nfsheur lookup), §1.5 (freebsd4)
-and §5.0 (SlowDown), written independently of the numba kernels, line by line from the
+"""Plain-Python transcriptions of the nfsheur lookup, the freebsd4 seqcount rule and
+SlowDown (docs/heuristics.md), written independently of the numba kernels, line by line from the
 spec's pseudo-code. Used as the oracle in tests and as the pure-Python peer in the benchmark.
 Slow by design; do not use for real traces.
 """
@@ -20,7 +20,7 @@ class Entry:
 
 
 class NfsheurRef:
-    """The kernel-global table of §1.2 with the lookup of §1.4."""
+    """The kernel-global nfsheur table with its lookup (FreeBSD 4.x nfs_serv.c)."""
 
     def __init__(self, n: int, tries: int) -> None:
         self.n = n
@@ -53,7 +53,7 @@ class NfsheurRef:
 def freebsd4_ref(files: Sequence[int], h0: Sequence[int], offsets: Sequence[int],
                  counts: Sequence[int], n: int = 64, tries: int = 4,
                  slowdown_window: int | None = None) -> tuple[list[int], list[bool]]:
-    """(seqcounts, fresh flags) of §1.5 (or §5.0 SlowDown when ``slowdown_window`` is set)."""
+    """(seqcounts, fresh flags) of freebsd4 (or SlowDown when ``slowdown_window`` is set)."""
     table = NfsheurRef(n, tries)
     out: list[int] = []
     fresh_out: list[bool] = []

@@ -1,9 +1,9 @@
-"""``cursor``: Ellard & Seltzer's cursors (FREENIX 2003 §7; spec/heuristics.md §5.0).
+"""``cursor``: Ellard & Seltzer's cursors (FREENIX 2003 §7; docs/heuristics.md).
 
 Each table slot holds up to ``cursors`` cursors {nextoff, seqcount, last_use}; a request is
 matched to the cursor whose ``|off - nextoff| <= window`` (SlowDown's approximate match),
 preferring an exact match (``off == nextoff``), then the smallest distance, then the most
-recently used (*choice*, spec §5.0). Unmatched: a free cursor, else the least recently used one
+recently used (*choice*). Unmatched: a free cursor, else the least recently used one
 is recycled and initialised like a new table entry (seqcount 4 at offset 0 else 1,
 ``nextoff := off``). The SlowDown update is applied to the chosen cursor, whose seqcount is
 the result.
@@ -106,7 +106,7 @@ def update(state, params, offset, count, time_ns):
 
 @detector("cursor", params=CursorParams, state_words=lambda p: BASE + C_WORDS * p.cursors,
           builtin=True, max_seqcount=lambda p: p.seqmax,
-          source="Ellard & Seltzer, FREENIX 2003, §7 (no published code); spec §5.0")
+          source="Ellard & Seltzer, FREENIX 2003, §7 (no published code)")
 class Cursor:
     """Ellard & Seltzer cursors: several SlowDown cursors per file, matched by the SlowDown
     window, least recently used recycled."""

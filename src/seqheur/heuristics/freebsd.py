@@ -1,5 +1,5 @@
 """``freebsd``: FreeBSD's NFS server since r228185 (2011), ``nfsrv_sequential_heuristic``
-(spec/heuristics.md §2.3–§2.4).
+(docs/heuristics.md).
 
 Source: freebsd/freebsd-src ``sys/fs/nfsserver/nfs_nfsdport.c`` @ 003cac51; commit r228185
 (git 574862c8ba, John Baldwin, 2011-12-01).
@@ -76,7 +76,7 @@ def update(state, params, offset, count, time_ns):
 
 @detector("freebsd", params=FreebsdParams, state_words=2, builtin=True,
           max_seqcount=lambda p: p.seqmax, policy="freebsd-cluster",
-          source="freebsd/freebsd-src sys/fs/nfsserver/nfs_nfsdport.c @ 003cac51 (r228185); spec §2.3")
+          source="freebsd/freebsd-src sys/fs/nfsserver/nfs_nfsdport.c @ 003cac51 (r228185)")
 class Freebsd:
     """FreeBSD NFS server today: +ceil(resid/16K) on sequential, unchanged within
     16*max(iosize, resid) of the expected offset, halved otherwise."""

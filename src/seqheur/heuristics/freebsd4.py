@@ -1,4 +1,4 @@
-"""``freebsd4``: the FreeBSD 4.x NFS server seqcount rule (spec/heuristics.md §1.5; the
+"""``freebsd4``: the FreeBSD 4.x NFS server seqcount rule (docs/heuristics.md; the
 baseline Ellard & Seltzer modified).
 
 Source: freebsd/freebsd-src ``sys/nfs/nfs_serv.c`` @ ef3bb20f (RELENG_4), identical in
@@ -63,7 +63,7 @@ def update(state, params, offset, count, time_ns):
 
 @detector("freebsd4", params=Freebsd4Params, state_words=2, builtin=True,
           max_seqcount=lambda p: p.seqmax,
-          source="freebsd/freebsd-src sys/nfs/nfs_serv.c @ ef3bb20f (RELENG_4); spec §1.5")
+          source="freebsd/freebsd-src sys/nfs/nfs_serv.c @ ef3bb20f (RELENG_4)")
 class Freebsd4:
     """FreeBSD 4.x NFS server: +1 on sequential (cap 127), drop to 1/0 otherwise; new slot 4 at
     offset 0 else 1."""

@@ -1,4 +1,4 @@
-"""Detector registry, spec strings and the plug-in API (DESIGN.md "Detector contract").
+"""Detector registry, spec strings and the plug-in API (docs/heuristics.md, "Writing a detector plug-in").
 
 A detector is registered once under a name with
 
@@ -41,7 +41,7 @@ from ..registry import Registry
 
 # built-in detector modules, imported on the first registry query
 BUILTINS = ("freebsd4", "slowdown", "cursor", "freebsd", "zfetch", "always", "never",
-            "linux")  # linux: linux-2.6.32, linux-3.12 (issue 4)
+            "linux")  # linux: linux-2.6.32, linux-3.12
 
 _builtins_loaded = False
 DETECTORS = Registry("detector", load=lambda: _load_builtins())

@@ -1,4 +1,5 @@
-"""``slowdown``: Ellard & Seltzer's SlowDown (FREENIX 2003 §6.2; spec/heuristics.md §5.0).
+"""``slowdown``: Ellard & Seltzer's SlowDown (FREENIX 2003 §6.2;
+docs/heuristics.md).
 
 No code was published; this is the paper's text with seqheur's documented choices.
 State per slot: ``[seqcount, nextoff]``, same table, same initialisation as ``freebsd4``
@@ -68,7 +69,7 @@ def update(state, params, offset, count, time_ns):
 
 @detector("slowdown", params=SlowdownParams, state_words=2, builtin=True,
           max_seqcount=lambda p: p.seqmax,
-          source="Ellard & Seltzer, FREENIX 2003, §6.2 (no published code); spec §5.0")
+          source="Ellard & Seltzer, FREENIX 2003, §6.2 (no published code)")
 class Slowdown:
     """Ellard & Seltzer SlowDown: +1 on sequential, unchanged within a window (64 KiB) of the
     expected offset, halved otherwise."""

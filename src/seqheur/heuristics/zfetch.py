@@ -1,4 +1,4 @@
-"""``zfetch``: OpenZFS 2.3 multi-stream prefetcher detection (spec/heuristics.md §5.2).
+"""``zfetch``: OpenZFS 2.3 multi-stream prefetcher detection. (Rules and sources: docs/heuristics.md.)
 
 Source: openzfs/zfs ``module/zfs/dmu_zfetch.c`` and ``include/sys/dmu_zfetch.h`` @ zfs-2.3.0
 (bc06d816); reorder ranges from "Speculative prefetch for reordered requests" (5e5fd0a178).
@@ -312,7 +312,7 @@ def update(state, params, offset, count, time_ns):
 @detector("zfetch", params=ZfetchParams,
           state_words=lambda p: 1 + SW * p.max_streams, builtin=True,
           max_seqcount=_saturation,
-          source="openzfs/zfs module/zfs/dmu_zfetch.c @ zfs-2.3.0 (bc06d816); spec §5.2")
+          source="openzfs/zfs module/zfs/dmu_zfetch.c @ zfs-2.3.0 (bc06d816)")
 class Zfetch:
     """OpenZFS 2.3 zfetch: up to 8 streams per file, exact/±1 match, 16 MiB reorder ranges
     advanced at <= 25 % holes, distance doubling to 4 MiB (then +1/8 to 64 MiB)."""

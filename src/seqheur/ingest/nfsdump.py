@@ -1,6 +1,6 @@
 """nfsdump text traces (Ellard/Harvard: EECS03, DEAS03, CAMPUS, ...) -> the request table.
 
-The format (``spec/trace-formats.md`` §1): one line per RPC call or reply,
+The format (docs/formats.md): one line per RPC call or reply,
 ``time src dst U|T C3|R3|C2|R2 xid proc op [status] key value ... trailer``, numbers in hex
 except times. Both the published (anonymized, ``con = XXX len = XXX``) and the raw nfsdump
 output are read, NFSv2 and NFSv3, UDP and TCP.

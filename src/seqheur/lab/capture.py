@@ -1,4 +1,4 @@
-"""tcpdump on ``lo`` with full packets (spec/capture-lab.md §6).
+"""tcpdump on ``lo`` with full packets (docs/capture-lab.md).
 
 ``-s 0`` because snaplen-limited captures lose RPC records on pipelined traffic; ``-Z root`` so
 tcpdump can write into root's directory; the client starts only after tcpdump says

@@ -1,6 +1,6 @@
 """nfs-ganesha (VFS backend) and rpcbind, as the lab runs them inside its private namespace.
 
-Configuration and pitfalls: spec/capture-lab.md §2. In particular no ``Bind_Addr`` (it is fatal
+Configuration and pitfalls: docs/capture-lab.md In particular no ``Bind_Addr`` (it is fatal
 inside a network namespace that has only ``lo``; there 0.0.0.0 already means loopback only),
 ``Graceless = true`` (stale recovery state can never block a run), ``Mount_Path_Pseudo`` (v3
 MOUNT of the same ``/export`` path as v4), and rpcbind started as plain ``rpcbind -f``
@@ -92,7 +92,7 @@ def start_ganesha(procs: Processes, conf: Path, log: Path, pidfile: Path, versio
     return proc, took
 
 
-# Logged as CRIT/MAJ by every lab run, and harmless (spec/capture-lab.md §2.1 item 4).
+# Logged as CRIT/MAJ by every lab run, and harmless (docs/capture-lab.md).
 _NOISE = ("DBUS", "dbus", "gssd", "keytab", "RADOS", "krb5")
 
 

@@ -1,7 +1,7 @@
 """Decode the READ calls and replies of a lab capture with tshark (the independent oracle).
 
 Per RPC message, not per frame: with several READs in flight, one TCP segment carries several
-calls (spec/capture-lab.md §7). Calls come from PDML (small: calls carry no data); replies from
+calls (docs/capture-lab.md). Calls come from PDML (small: calls carry no data); replies from
 ``-T fields`` (PDML of the replies would hold every payload byte as hex). Always with
 ``-d tcp.port==2049,rpc`` (libnfs binds privileged source ports such as 524 or 862, which tshark
 would otherwise decode as NCP or TWAMP) and ``tcp.reassemble_out_of_order`` (loopback on a busy
