@@ -1,13 +1,13 @@
-"""seqheur's raw-device reads vs fio on the same target (issue 5, "Validation against fio").
+"""seqheur's raw-device reads vs fio on the same target (docs/disk-bench.md, validation against fio).
 
 For 4 KiB / 64 KiB / 1 MiB, sequential and random, at QD 1 and 8, on a file of random bytes
 (and, when root, on a read-only loop device with direct I/O over it): each repetition runs
 seqheur's timed reads, then fio-psync, then seqheur again, then fio-libaio — so every seqheur run
-is paired with the fio run made right after it (spec/disk-bench.md §6.2, §7). The statistic is the
+is paired with the fio run made right after it (docs/disk-bench.md). The statistic is the
 median over ≥ 5 repetitions of the paired IOPS ratio seqheur/fio; the target is 0.85–1.15 for
 every point. fio always runs with ``--readonly``.
 
-QD8 mapping (spec §7): seqheur = 8 threads, each running the native (numba, no GIL) pread
+QD8 mapping: seqheur = 8 threads, each running the native (numba, no GIL) pread
 loop (sequential: one stream with 8 reads in flight, thread k reading positions k, k+8, …);
 fio-psync = ``numjobs=8 --thread`` (sequential: 8 streams); fio-libaio = ``iodepth=8``.
 
@@ -123,7 +123,7 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=None, help="per run (default 1, quick 0.5)")
     ap.add_argument("--file", type=Path, default=WORK / "disk-validation.bin")
-    ap.add_argument("--file-mib", type=int, default=1024)  # issue 11: a 1 GiB file
+    ap.add_argument("--file-mib", type=int, default=1024)  # a 1 GiB file: larger than the host-side cache
     ap.add_argument("--points", action="append", default=[], metavar="SPEC",
                     help="keep points whose label has all these comma-separated words "
                          "(e.g. 4K,QD8 or loop,rand); repeatable (union); default all")
@@ -200,7 +200,7 @@ def main() -> int:
     notes = (f"{met}/{len(judged)} IOPS points within 0.85-1.15. Control: fio against itself "
              f"(psync vs libaio at QD1, the same reads) is within 0.85-1.15 on "
              f"{sum(f['control_within'] for f in controls)}/{len(controls)} points. Shared 2-vCPU VM with other jobs "
-             "running: expect run-to-run spread of 20-60 % (spec §6); pairs are adjacent in time "
+             "running: expect run-to-run spread of 20-60 %; pairs are adjacent in time "
              "to cancel slow drifts. Targets: " + ", ".join(n for n, _ in targets) + ".")
     write_result("disk", args.out, figures=figures,
                  params={"reps": args.reps, "points": args.points or "all",

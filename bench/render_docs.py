@@ -26,7 +26,7 @@ beyond noise (15% of the median). This page is generated from those files by
 `bench/render_docs.py`; the figures below are whatever the last run on the named machine
 measured — re-run to measure yours.
 
-Targets (from the capability issues): detector + table >= 100 M requests/s per core; full
+Targets: detector + table >= 100 M requests/s per core; full
 replay >= 4x libcachesim's LRU (>= 20 M requests/s); nfsdump ingest >= 1 M lines/s per core;
 pcap ingest >= 50x tshark and >= 20x dpkt with flat memory; raw-device bench within
 0.85-1.15 of fio; sweeps: 2 workers >= 1.7x one, Dask within 15% of the process pool; the

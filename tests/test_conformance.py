@@ -1,6 +1,6 @@
 """One conformance suite over every registered detector × table model (built-ins and a test
 plug-in): seqcount bounds, determinism, reset semantics, saturation on sequential reads, low
-seqcount on random reads, per-file state isolation (DESIGN.md "Detector contract")."""
+seqcount on random reads, per-file state isolation (docs/heuristics.md, "Writing a detector plug-in")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Golden sequences worked by hand from spec/heuristics.md (§1.5, §2.3, §5.0, §5.2), spec
-parsing and the plug-in API."""
+"""Golden sequences worked by hand from the kernel rules (docs/heuristics.md),
+spec-string parsing and the plug-in API."""
 
 from __future__ import annotations
 

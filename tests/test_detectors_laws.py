@@ -195,7 +195,7 @@ def test_counterexample_raparms_three_files_in_one_bucket() -> None:
 
 
 def _cursor_reference(offsets, counts, cursors=4, window=65536):
-    """The cursor rule of spec §5.0 in plain Python (full scan, no shortcut)."""
+    """The cursor rule (docs/heuristics.md) in plain Python (full scan, no shortcut)."""
     cur: list[list[int]] = []  # [nextoff, seq, last_use]
     out = []
     for tick, (off, cnt) in enumerate(zip(offsets, counts), 1):

@@ -1,6 +1,6 @@
 """The raw-device bench: read-only by construction, clear refusals, sane profiles, CLI.
 
-Never asserts absolute timings (spec §13): structure and sanity only.
+Never asserts absolute timings: structure and sanity only.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Linux on-demand read-ahead detectors (spec §4): window sizing, ramp, marker path, context
+"""Linux on-demand read-ahead detectors (mm/readahead.c; docs/replay.md): window sizing, ramp, marker path, context
 read-ahead and the 2.6.32 → 3.12 change."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ PAGE = 4096
 @pytest.mark.parametrize("req,want", [(1, 4), (2, 4), (3, 8), (4, 8), (5, 16), (8, 16), (9, 32),
                                       (100, 32)])
 def test_init_window(req, want):
-    assert init_size(req, 32) == want  # spec §4.3 table for max = 32
+    assert init_size(req, 32) == want  # get_init_ra_size for max = 32
 
 
 @pytest.mark.parametrize("cur,want", [(1, 4), (2, 4), (3, 6), (8, 16), (15, 30), (16, 32), (32, 32)])
@@ -35,7 +35,7 @@ def test_registered_with_params():
 @pytest.mark.parametrize("det", ["linux-2.6.32", "linux-3.12"])
 def test_sequential_ramp_replay_equals_detect(det):
     """8 KiB sequential READs: init(2) = 4 pages, marker at page 2 → 8, then 16, then 32
-    (spec §4.3/§4.5). A single sequential reader: the stand-in cache of ``detect`` is exact."""
+    (get_init_ra_size, ondemand_readahead). A single sequential reader: the stand-in cache of ``detect`` is exact."""
     s = ReadStream.from_arrays(np.zeros(200, int), np.arange(200) * 8192, 8192)
     r = replay(s, det, "ideal", profile=None)
     seq = r.requests["seqcount"].to_list()
@@ -55,7 +55,7 @@ def _pages(pages_counts):
 def test_context_readahead_any_history_vs_more_than_request():
     """READ page 100, page 500, then page 101: one cached history page before 101.
     2.6.32 starts context read-ahead (init(1+1) = 4, fully async, merged to 4 + 8 = 12 pages);
-    3.12 needs history > req (1 > 1 is false): a plain one-page read (spec §4.6)."""
+    3.12 needs history > req (1 > 1 is false): a plain one-page read (commit 2cad4018)."""
     s = _pages([(100, 1), (500, 1), (101, 1)])
     old = replay(s, "linux-2.6.32", "ideal", profile=None, file_sizes=None)
     new = replay(s, "linux-3.12", "ideal", profile=None, file_sizes=None)
@@ -85,7 +85,7 @@ def test_random_reads_prefetch_nothing_in_312():
 def test_interleaved_streams_on_one_file_use_the_marker_path():
     """Two sequential readers of one file, interleaved, one shared file_ra_state: the PG_readahead
     hit of the stream whose state was overwritten rebuilds its window from the page cache
-    (spec §4.8), so both keep streaming: no misses after their first READs."""
+    (nfsd keeps one per file), so both keep streaming: no misses after their first READs."""
     n = 400
     a = np.arange(n) * 8192
     b = (1 << 30) + np.arange(n) * 8192
@@ -103,7 +103,7 @@ def test_interleaved_streams_on_one_file_use_the_marker_path():
 def test_raparms_table_recycles_linux_state():
     """With more concurrently read files than raparms entries (32), a file's file_ra_state is
     recycled between its READs (ejections, windows restart from 0), yet sequential readers lose
-    nothing: the PG_readahead hit rebuilds the window from the page cache (spec §4.5 marker
+    nothing: the PG_readahead hit rebuilds the window from the page cache (ondemand_readahead marker
     branch, §4.8). With ideal tables nothing is ejected."""
     files = 80
     rounds = 40

@@ -1,4 +1,4 @@
-"""nfsdump text ingest: real Harvard lines, every oddity of spec/trace-formats.md §1,
+"""nfsdump text ingest: real Harvard lines, every oddity of the format (docs/formats.md),
 call/reply join, chunking, multi-file, compression."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Read-ahead policies: spec strings and hand-worked cluster_read traces (spec §3)."""
+"""Read-ahead policies: spec strings and hand-worked cluster_read traces (docs/replay.md)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_parse_policy_errors(bad):
 
 
 def test_freebsd4_cluster_hand_trace():
-    """freebsd4 + 4.x cluster_read, 8 KiB sequential READs on 16 KiB blocks (spec §3.1).
+    """freebsd4 + 4.x cluster_read, 8 KiB sequential READs on 16 KiB blocks (4.x vfs_cluster.c).
 
     READ 0: seqcount 5 (new slot at offset 0); block 0 misses → synchronous read with B_RAM,
     then one async cluster of min(racluster 8, max(5, 1)) = 5 blocks [1..5] (B_RAM on 5).
@@ -53,7 +53,7 @@ def test_freebsd4_cluster_hand_trace():
 
 
 def test_freebsd_cluster_hand_trace():
-    """always (seqcount 127) + current cluster_read, 32 KiB blocks (spec §3.2): the first READ
+    """always (seqcount 127) + current cluster_read, 32 KiB blocks (current vfs_cluster.c): the first READ
     reads block 0 and clusters of 4 up to block 64 (maxra = min(127, 64)); READ 1 (block 0,
     B_RAM) finds all 63 successors resident and only re-marks; block 3 (B_RAM every 4th) then
     extends the read-ahead by one cluster."""
@@ -66,7 +66,7 @@ def test_freebsd_cluster_hand_trace():
 
 
 def test_freebsd_cluster_seqcount_one_reads_nothing_ahead():
-    # seqcount 0 or 1: maxra <= 1, the read-ahead loop never runs (spec §3.2)
+    # seqcount 0 or 1: maxra <= 1, the read-ahead loop never runs (current vfs_cluster.c)
     r = replay(_seq(64), "always:seqcount=1", "ideal", "freebsd-cluster", profile=None)
     assert r["prefetched"] == 0
 

@@ -99,7 +99,7 @@ def test_always_sequential_single_file_misses_only_first(n, size, policy, det):
 
 
 def test_partial_last_block_is_not_read_ahead_by_cluster_read():
-    """4.x cluster_read reads ahead only if (lbn+1)*size <= filesize (spec §3.1): a file of
+    """4.x cluster_read reads ahead only if (lbn+1)*size <= filesize (4.x vfs_cluster.c): a file of
     20 KiB on 16 KiB blocks gets its second (partial) block on demand."""
     s = ReadStream.from_arrays(np.zeros(5, int), np.arange(5) * 4096, 4096)
     r = replay(s, "always", "ideal", "freebsd4-cluster", profile=None)
@@ -112,7 +112,7 @@ def test_summary_contract_and_json():
     r = replay(s, "freebsd4", "freebsd4", "freebsd4-cluster", "1MiB", "ide-7200")
     assert isinstance(r.summary, pl.DataFrame) and r.summary.height == 1
     cols = r.summary.columns
-    assert [c for c in cols if c in SUMMARY_KEYS] == list(SUMMARY_KEYS)  # in DESIGN.md order
+    assert [c for c in cols if c in SUMMARY_KEYS] == list(SUMMARY_KEYS)  # in the metrics schema order
     d = json.loads(r.to_json())
     assert d["detector"] == "freebsd4" and d["table"] == "nfsheur:64x4"
     assert d["policy"] == "freebsd4-cluster" and d["cache"] == "1MiB" and d["profile"] == "ide-7200"

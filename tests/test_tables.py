@@ -1,4 +1,4 @@
-"""Table models: spec grammar, hashes and hand-worked lookups (spec/heuristics.md §1.4, §4.9)."""
+"""Table models: spec grammar, hashes and hand-worked lookups (docs/heuristics.md, Table models)."""
 
 from __future__ import annotations
 
