@@ -27,7 +27,7 @@ below ``min_distance``, else grown by 1/8 if the stream's ``more`` flag is set, 
 ``min(seqmax, pf_dist >> shift)``; 0 for a new stream or an ignored access. zfetch's own
 window (bytes) is therefore ``seqcount · recordsize`` until the cap.
 
-Left out, because a ReadStream cannot know them (the replay issue may add them): the file's
+Left out, because a ReadStream cannot know them (a replay with file sizes could add them): the file's
 size (streams limit ``min(8, filesize/max_distance)``, end-of-file deletion, files under 3
 records), the prefetch-I/O feedback ``more`` (set when an I/O finished after the stream
 passed it; parameter ``assume_more`` sets it after every hit), pending-I/O checks when
