@@ -3,21 +3,21 @@
 Spec strings (``parse_policy``), with the block size each models by default:
 
 ``freebsd4-cluster[:bsize=16384][:maxphys=131072][:maxra=32]``
-    FreeBSD 4.x ``cluster_read`` (DragonFly 984263bc ``sys/kern/vfs_cluster.c``, the 4.x
-    code). Block = UFS block, default 16 KiB (4.x newfs ``DFL_BLKSIZE``). ``racluster = maxphys / bsize`` (MAXPHYS 128 KiB → 8 blocks). On a demand miss: a
-    synchronous read of the demand block (a cluster of ``min(ceil(rest/bsize), racluster)``
-    blocks when the rest of the request is larger than a block), then **one** asynchronous
-    cluster of ``min(racluster, max(seqcount, ceil(request/bsize)))`` blocks if it starts below
-    ``block + seqcount``. On a hit of a block carrying the read-ahead mark (``B_RAM``): scan the
-    resident successors (up to ``maxra = min(2*racluster + rest//bsize, 32)``), re-mark every
-    ``racluster``-th, and start the next cluster at the first hole if it lies below
-    ``block + seqcount``.
+    FreeBSD 4.x ``cluster_read`` (DragonFly 984263bc ``sys/kern/vfs_cluster.c``, the 4.x code).
+    Block = UFS block, default 16 KiB (4.x newfs ``DFL_BLKSIZE``). ``racluster = maxphys /
+    bsize`` (MAXPHYS 128 KiB → 8 blocks). On a demand miss: a synchronous read of the demand
+    block (a cluster of ``min(ceil(rest/bsize), racluster)`` blocks when the rest of the request
+    is larger than a block), then **one** asynchronous cluster of ``min(racluster, max(seqcount,
+    ceil(request/bsize)))`` blocks if it starts below ``block + seqcount``. On a hit of a block
+    carrying the read-ahead mark (``B_RAM``): scan the resident successors (up to ``maxra =
+    min(2*racluster + rest//bsize, 32)``), re-mark every ``racluster``-th, and start the next
+    cluster at the first hole if it lies below ``block + seqcount``.
 ``freebsd-cluster[:bsize=32768][:read_max=64][:read_min=1][:maxphys=131072]``
-    Current FreeBSD ``cluster_read`` (freebsd-src ``sys/kern/vfs_cluster.c``). Block default 32 KiB (current newfs default).
-    Read-ahead extends to ``maxra = min(seqcount, read_max)`` blocks past the demand block,
-    issued as clusters of ``racluster`` blocks; seqcount 0 or 1 reads nothing ahead (except
-    that a demand miss always reads at least ``read_min`` blocks, as the kernel does); a hit
-    re-triggers only on a block with ``B_RAM``.
+    Current FreeBSD ``cluster_read`` (freebsd-src ``sys/kern/vfs_cluster.c``). Block default 32
+    KiB (current newfs default). Read-ahead extends to ``maxra = min(seqcount, read_max)``
+    blocks past the demand block, issued as clusters of ``racluster`` blocks; seqcount 0 or 1
+    reads nothing ahead (except that a demand miss always reads at least ``read_min`` blocks, as
+    the kernel does); a hit re-triggers only on a block with ``B_RAM``.
 ``fixed:N[:bsize=8192]``
     Reads the N blocks after the request whenever the detector's seqcount is > 0 (no marks,
     every request). Block default 8 KiB (the 4.x NFS ``rsize``), so N counts NFS-sized blocks.
@@ -30,13 +30,13 @@ Spec strings (``parse_policy``), with the block size each models by default:
 ``auto`` (the default of :func:`seqheur.replay`) picks ``linux`` for Linux detectors,
 ``freebsd-cluster`` for ``freebsd``, and ``freebsd4-cluster`` (the paper's setting) otherwise.
 
-Model simplifications (docs/replay.md, "The model, per READ"): files are contiguous on disk (every BMAP run is as long as
-a cluster may be); no buffer is ever busy; the end of file is the file size when known (else
-read-ahead is not clipped). The numba step functions here are called by the engine's request
-loop (:mod:`seqheur.engine`, driven by :mod:`seqheur.replay`); they are not cached on disk on
-their own because they call into :mod:`seqheur.cache` (numba's cache does not notice changes in
-another module); the specialised loop that inlines them is cached, keyed by the sources of all
-of them.
+Model simplifications (docs/replay.md, "The model, per READ"): files are contiguous on disk
+(every BMAP run is as long as a cluster may be); no buffer is ever busy; the end of file is the
+file size when known (else read-ahead is not clipped). The numba step functions here are called
+by the engine's request loop (:mod:`seqheur.engine`, driven by :mod:`seqheur.replay`); they are
+not cached on disk on their own because they call into :mod:`seqheur.cache` (numba's cache does
+not notice changes in another module); the specialised loop that inlines them is cached, keyed
+by the sources of all of them.
 
 **State** (``engine.World``), typed, every field read by name: the policy's record
 (:data:`POLICY_DTYPE`) and a plug-in's own parameters, the per-file history

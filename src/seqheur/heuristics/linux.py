@@ -8,23 +8,23 @@ just before a miss. So these detectors are replayed together with the cache mode
 (:mod:`seqheur.cache`, 4 KiB pages) by :func:`seqheur.replay`, which implies the ``linux``
 read-ahead policy.
 
-State per table slot (a ``struct file_ra_state``): ``[start, size, async_size,
-prev_pos, lo, hi, mark]``; ``prev_pos`` starts at -1. The per-request ``seqcount`` a Linux
-detector reports is the window size ``size`` in pages after the request (0 before any
-read-ahead), capped at ``ra_pages`` (32 = 128 KiB by default, ``VM_READAHEAD_PAGES``), where a long sequential
-stream saturates (a merged first submit may briefly make ``size`` up to twice that).
+State per table slot (a ``struct file_ra_state``): ``[start, size, async_size, prev_pos, lo, hi,
+mark]``; ``prev_pos`` starts at -1. The per-request ``seqcount`` a Linux detector reports is the
+window size ``size`` in pages after the request (0 before any read-ahead), capped at
+``ra_pages`` (32 = 128 KiB by default, ``VM_READAHEAD_PAGES``), where a long sequential stream
+saturates (a merged first submit may briefly make ``size`` up to twice that).
 
-Per READ of ``count`` bytes at ``pos`` (the buffered read path, ``generic_file_buffered_read``): pages ``index = pos>>12``
-up to ``last = (pos+count+4095)>>12``; for each page: not cached → synchronous
-``ondemand(hit_marker=False, req=last-page)`` (then the page itself if still missing); cached
-with PG_readahead → clear it, asynchronous ``ondemand(hit_marker=True, ...)``. Afterwards
-``prev_pos = (last-1)<<12 | (pos+count)&4095``. ``ondemand`` is ``ondemand_readahead`` (2.6.31–3.11, with
-``get_init_ra_size``/``get_next_ra_size`` window sizing); context read-ahead fires on *any* history page in
-``linux-2.6.32`` and only when the history exceeds the request (window ``min(h+req, max)``,
-``async_size`` 1) in ``linux-3.12`` (commit 2cad4018 "readahead: make context readahead more
-conservative"). Not modelled: the nfsd splice path's per-pipe request splitting,
-``max_sane_readahead``, read congestion, writeback; the marker branch's hole search
-and the history count look at the page cache model.
+Per READ of ``count`` bytes at ``pos`` (the buffered read path, ``generic_file_buffered_read``):
+pages ``index = pos>>12`` up to ``last = (pos+count+4095)>>12``; for each page: not cached →
+synchronous ``ondemand(hit_marker=False, req=last-page)`` (then the page itself if still
+missing); cached with PG_readahead → clear it, asynchronous ``ondemand(hit_marker=True, ...)``.
+Afterwards ``prev_pos = (last-1)<<12 | (pos+count)&4095``. ``ondemand`` is
+``ondemand_readahead`` (2.6.31–3.11, with ``get_init_ra_size``/``get_next_ra_size`` window
+sizing); context read-ahead fires on *any* history page in ``linux-2.6.32`` and only when the
+history exceeds the request (window ``min(h+req, max)``, ``async_size`` 1) in ``linux-3.12``
+(commit 2cad4018 "readahead: make context readahead more conservative"). Not modelled: the nfsd
+splice path's per-pipe request splitting, ``max_sane_readahead``, read congestion, writeback;
+the marker branch's hole search and the history count look at the page cache model.
 
 In replay the serve step (``serve_2632``/``serve_312``) runs this read-ahead against the replay's
 typed state (``engine.World``: cache, per-file history, counters by name, the request's scratch,
