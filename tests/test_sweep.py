@@ -103,3 +103,14 @@ def test_dask_local_cluster_rows_identical_to_serial(trace, tmp_path):
     a = sweep(trace, configs, None, ExecutorSpec("serial"))
     d = sweep(trace, configs, None, ExecutorSpec("dask-local", 2))
     assert_frames_close(a, d, rel=SUMMARY_REL)
+
+
+def test_replay_takes_a_replay_config(trace):
+    import seqheur
+    from seqheur.config import ReplayConfig
+
+    cfg = ReplayConfig(detector="slowdown", table="ellard", cache="64MiB", profile=None)
+    a = seqheur.replay(trace, config=cfg, per_request=False).to_dict()
+    b = seqheur.replay(trace, "slowdown", "ellard", cache="64MiB", profile=None,
+                       per_request=False).to_dict()
+    assert a == b and a["policy"] == "freebsd4-cluster"

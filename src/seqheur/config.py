@@ -4,11 +4,10 @@ way for ``replay``, ``compare``, ``sweep``, ``reproduce``, the CLI and the API."
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import SeqheurError, SpecError
+from .errors import SpecError
 
 
 @dataclass(frozen=True)
@@ -34,41 +33,8 @@ class ReplayConfig:
     drive_cache: bool = True
     clip_eof: bool = True
 
-    def replace(self, **changes: Any) -> "ReplayConfig":
-        """A copy with some fields changed (None values are ignored, except for profile)."""
-        kept = {k: v for k, v in changes.items() if v is not None or k == "profile"}
-        unknown = sorted(set(kept) - {f.name for f in dataclasses.fields(self)})
-        if unknown:
-            raise SeqheurError(f"unknown replay setting(s) {', '.join(unknown)}; valid: "
-                               f"{', '.join(f.name for f in dataclasses.fields(self))}")
-        return dataclasses.replace(self, **kept)
-
-    def resolve(self) -> "Resolved":
-        """Parsed specs, the policy resolved against the detector."""
-        from .cache import parse_size
-        from .heuristics.registry import parse_detector
-        from .tables import parse_table
-
-        det = parse_detector(self.detector)
-        model = parse_table(self.table)
-        if self.reorder_window < 0:
-            raise SeqheurError(f"reorder_window must be >= 0, not {self.reorder_window}")
-        return Resolved(det, model, resolve_policy(self.policy, det.info),
-                        parse_size(self.cache), self)
-
 
 DEFAULT = ReplayConfig()
-
-
-@dataclass(frozen=True)
-class Resolved:
-    """A :class:`ReplayConfig` with its specs parsed."""
-
-    detector: Any  # heuristics.registry.DetectorSpec
-    table: Any  # a table model
-    policy: Any  # readahead.Policy
-    cache_bytes: int
-    config: ReplayConfig
 
 
 def resolve_policy(policy: Any, info: Any) -> Any:

@@ -260,7 +260,18 @@ def _identity(obj: Any) -> str:
     return name
 
 
+_DIGESTS: dict[Any, str] = {}
+
+
 def _source_digest(fn: Any) -> str:
+    """:func:`_digest_of`, once per loop and process (numba asks on every load and save)."""
+    digest = _DIGESTS.get(fn)
+    if digest is None:
+        digest = _DIGESTS[fn] = _digest_of(fn)
+    return digest
+
+
+def _digest_of(fn: Any) -> str:
     """Digest of what the compiled code of closure ``fn`` depends on: the identity of what it
     captures (:func:`_identity`) and the text of every source file of the functions it can
     reach (captured, global, or attributes of seqheur modules, transitively)."""
