@@ -67,15 +67,12 @@ def loop_rates(stream, det: str, table: str, reps: int) -> tuple[list[float], li
     """(CPU-time rates, wall rates) in requests/s of the specialised loop alone, and the
     table ejections of one pass."""
     from seqheur import engine as E
-    from seqheur.detect import make_state
+    from seqheur.detect import detect_loop, make_state
     from seqheur.heuristics.registry import parse_detector
     from seqheur.tables import parse_table, steps_of
 
     spec, model = parse_detector(det), parse_table(table)
-    prepare, lookup = steps_of(model)
-    info = spec.info
-    loop = E.loop(prepare, lookup, E.without_nrt(info.reset), E.without_nrt(info.update),
-                  E.serve_nothing, E.admit_all, E.record_detect)
+    loop = detect_loop(spec.info, steps_of(model))
     n = len(stream)
     out = (np.empty(n, np.int16), np.empty(n, np.bool_))
     requests = E.Requests(np.ascontiguousarray(stream.file, np.int32), stream.offset,

@@ -93,25 +93,32 @@ def detect(stream: ReadStream, detector: str | DetectorSpec = "freebsd4",
                         int(counts.ejections), int(counts.cold), stream.n_files)
 
 
+def detect_loop(info: Any, table_steps: tuple[Any, Any], nrt: bool = False) -> Any:
+    """The engine loop of ``detect``: the detector's ``reset`` and ``update`` on the table's
+    steps, nothing served or admitted, seqcount and slot_fresh recorded. ``nrt=True`` keeps
+    numba's reference counting (for plug-ins that allocate)."""
+    prepare, lookup = table_steps
+    reset, update = (info.reset, info.update) if nrt else (E.without_nrt(info.reset),
+                                                            E.without_nrt(info.update))
+    return E.loop(prepare, lookup, reset, update, E.serve_nothing, E.admit_all,
+                  E.record_detect, nrt=nrt)
+
+
 def _run_detect(info: Any, table_steps: tuple[Any, Any], requests: Any, tab: Any,
                 state: np.ndarray, params: np.ndarray, out: tuple, tcounts: Any) -> None:
-    """The engine loop with the serve step reduced to the detector's ``update`` and no cache
-    (nothing to admit, seqcount and slot_fresh recorded). Plug-in detectors that need numba's
-    reference counting (they allocate) fall back to a loop compiled with it."""
+    """Run :func:`detect_loop`; a plug-in that cannot compile without numba's reference
+    counting falls back to a loop compiled with it."""
     from numba.core.errors import NumbaError
 
-    prepare, lookup = table_steps
     n = len(requests.file)
     try:
-        run = E.loop(prepare, lookup, E.without_nrt(info.reset), E.without_nrt(info.update),
-                     E.serve_nothing, E.admit_all, E.record_detect)
-        run(requests, 0, n, 0, tab, state, params, 0, out, True, tcounts)
+        detect_loop(info, table_steps)(requests, 0, n, 0, tab, state, params, 0, out, True,
+                                       tcounts)
     except NumbaError:
         if info.builtin:
             raise
-        run = E.loop(prepare, lookup, info.reset, info.update, E.serve_nothing, E.admit_all,
-                     E.record_detect, nrt=True)
-        run(requests, 0, n, 0, tab, state, params, 0, out, True, tcounts)
+        detect_loop(info, table_steps, nrt=True)(requests, 0, n, 0, tab, state, params, 0, out,
+                                                 True, tcounts)
 
 
 def _c(a: np.ndarray, dtype: Any) -> np.ndarray:
