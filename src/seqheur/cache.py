@@ -51,6 +51,7 @@ F_PF = 1  # brought in by read-ahead, not yet used by a demand read
 F_RAM = 2  # read-ahead mark (FreeBSD B_RAM / Linux PG_readahead)
 F_GHOST = 4  # evicted while F_PF was set; key kept for cause attribution only
 F_WASGHOST = 8  # re-read while a ghost: the replay blames the pending demand miss on eviction
+F_ORDER_SHIFT = 4  # bits 4-7: the order of the block's folio (the linux-6 page cache)
 
 # meta words
 M_CAP = 0  # resident capacity (blocks)

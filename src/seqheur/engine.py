@@ -210,18 +210,23 @@ class World(NamedTuple):
     lost: np.ndarray  # int64[6]: misses per cause, at cause code - 1 (metrics.CAUSES)
     req: Any  # record of readahead.REQUEST_DTYPE: the current request's scratch
     ops: R.OpBuffer  # the disk reads not yet handed to the disk model
+    acts: Any = None  # R.ActionBuffer: read-ahead actions not yet handed over (capacity 0: off)
 
 
 @njit(nogil=True, _nrt=False, inline="always")
 def admit_replay(world, requests, i, hi):
-    """Stop before a request that might overflow the disk-op buffer; prefetch the cache's hash
+    """Stop before a request that might overflow the disk-op or action buffer; prefetch the cache's hash
     line of the request ``AHEAD`` places later (the trace says which block comes next: the first
     probe of a block not touched for a while is otherwise the loop's largest stall)."""
     pol = world.policy
     bsh = pol.bshift
     fill = world.ops.fill
     cnt = requests.count[uint64(i)]
-    if fill.pending + (((cnt + pol.bsize - 1) >> bsh) + 2) * fill.per_block + 8 > fill.capacity:
+    blocks = ((cnt + pol.bsize - 1) >> bsh) + 2
+    if fill.pending + blocks * fill.per_block + 8 > fill.capacity:
+        return False
+    af = world.acts.fill
+    if af.capacity > 0 and af.pending + blocks * af.per_block + 8 > af.capacity:
         return False
     if i + AHEAD < hi:
         j = uint64(i + AHEAD)

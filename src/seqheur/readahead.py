@@ -139,6 +139,41 @@ class OpBuffer(NamedTuple):
     fill: Any  # a record of OPS_FILL_DTYPE
 
 
+#: Read-ahead actions (``world.acts``): one row per decision to read, for ``replay(...,
+#: actions=True)``: which request, what kind (code in :data:`ACTION_KINDS`, 1-based), the
+#: blocks it asked for ``[start, start+count)`` (cached ones are skipped, pages past EOF never
+#: read), the block given the read-ahead mark (-1 none) and, for the Linux models, their
+#: ``file_ra_state`` after it (start, size, async_size, folio order; -1 where not applicable).
+ACTION_DTYPE = np.dtype([
+    ("request", np.int64), ("file", np.int64), ("kind", np.int64), ("start", np.int64),
+    ("count", np.int64), ("mark", np.int64), ("ra_start", np.int64), ("ra_size", np.int64),
+    ("ra_async", np.int64), ("order", np.int64)], align=True)
+
+#: Action kinds, code k at index k - 1: a window opened by a synchronous read-ahead (a miss),
+#: the next window on a read-ahead mark, a synchronous window sized by the cached history
+#: (Linux context read-ahead), the requested pages of a small random read, the requested
+#: pages under FMODE_RANDOM (or read-ahead off), one page read by the copy loop itself, and a
+#: FreeBSD cluster or ``fixed`` read (sync: the demand cluster; async: read ahead).
+ACTION_KINDS = ("sync", "async", "context", "plain", "forced", "page", "cluster-sync",
+                "cluster-async")
+ACT_SYNC, ACT_ASYNC, ACT_CONTEXT, ACT_PLAIN, ACT_FORCED, ACT_PAGE = 1, 2, 3, 4, 5, 6
+ACT_CLUSTER_SYNC, ACT_CLUSTER_ASYNC = 7, 8
+
+
+class ActionBuffer(NamedTuple):
+    """Read-ahead actions not yet handed to the driver (capacity 0: not recorded)."""
+
+    rows: np.ndarray  # ACTION_DTYPE[capacity]
+    fill: Any  # a record of OPS_FILL_DTYPE (per_block: the most actions per demand block)
+
+
+def new_action_buffer(capacity: int, per_block: int = 4) -> ActionBuffer:
+    fill = new_record(OPS_FILL_DTYPE)
+    fill.capacity = capacity
+    fill.per_block = per_block
+    return ActionBuffer(np.zeros(int(capacity), ACTION_DTYPE), fill)
+
+
 def new_record(dtype: np.dtype) -> Any:
     """A zeroed record of ``dtype``: a view of a one-element array, so writes (compiled or
     plain Python) land in it."""
@@ -393,6 +428,27 @@ def emit_op(ops, ctr, f, off, length, sync):
 
 
 @njit(nogil=True, _nrt=False)
+def emit_action(acts, request, f, kind, start, count, mark, ra_start, ra_size, ra_async, order):
+    """Record one read-ahead action (nothing when actions are not recorded)."""
+    fill = acts.fill
+    if fill.capacity == 0:
+        return
+    k = fill.pending
+    r = acts.rows[k]
+    r.request = request
+    r.file = f
+    r.kind = kind
+    r.start = start
+    r.count = count
+    r.mark = mark
+    r.ra_start = ra_start
+    r.ra_size = ra_size
+    r.ra_async = ra_async
+    r.order = order
+    fill.pending = k + 1
+
+
+@njit(nogil=True, _nrt=False)
 def op_bytes(start, nblk, bsize, eof_bytes):
     """Bytes a read of blocks [start, start+nblk) transfers (clipped at EOF when known)."""
     off = start * bsize
@@ -405,22 +461,20 @@ def op_bytes(start, nblk, bsize, eof_bytes):
 
 
 @njit(nogil=True, _nrt=False, inline='always')
-def insert_block(c, f, b, stamp, d_lo, d_hi, ram, ctr, req):
-    """Insert non-resident block b of file f read by request ``stamp``.
+def insert_block(c, f, b, stamp, d_lo, d_hi, fl, ctr, req):
+    """Insert non-resident block b of file f read by request ``stamp``, with cache flags
+    ``fl`` (the read-ahead mark, a folio order).
 
     Blocks of the request's own demand range [d_lo, d_hi] are demand reads; any other block is
     read-ahead (prefetch-marked, counted). Returns the entry.
     """
-    fl = 0
     key = C.make_key(f, b)
     if b < d_lo or b > d_hi:
-        fl = C.F_PF
+        fl |= C.F_PF
         ctr.prefetched += 1
         req.prefetch_blocks += 1
     elif C.ghost_of(c, key) >= 0:  # a ghost: this demand block's miss is an eviction's fault
-        fl = C.F_WASGHOST
-    if ram:
-        fl |= C.F_RAM
+        fl |= C.F_WASGHOST
     return C.insert(c, key, fl, stamp)
 
 
@@ -441,7 +495,7 @@ def cluster(c, f, start, maxn, sync, stamp, d_lo, d_hi, eof_blk, bsize, eof_byte
         return 0
     for k in range(n):
         ram = k == n - 1 or (sync and k == 1)
-        insert_block(c, f, start + k, stamp, d_lo, d_hi, ram, ctr, req)
+        insert_block(c, f, start + k, stamp, d_lo, d_hi, C.F_RAM if ram else 0, ctr, req)
     emit_op(ops, ctr, f, start * bsize, op_bytes(start, n, bsize, eof_bytes), sync)
     return n
 
@@ -463,7 +517,7 @@ def read_range(c, f, start, n, mark, stamp, d_lo, d_hi, eof_blk, bsize, eof_byte
                 emit_op(ops, ctr, f, run * bsize, op_bytes(run, b - run, bsize, eof_bytes), sync)
                 run = -1
             continue
-        insert_block(c, f, b, stamp, d_lo, d_hi, b == mark, ctr, req)
+        insert_block(c, f, b, stamp, d_lo, d_hi, C.F_RAM if b == mark else 0, ctr, req)
         total += 1
         if run < 0:
             run = b
@@ -632,7 +686,7 @@ def simple_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, re
             visit_resident(c, e, stamp, f, b, fs, ctr, lost, req)
         else:
             count_miss(c, -1, f, b, fs, ctr, lost, req)
-            e = insert_block(c, f, b, stamp, d_lo, d_hi, False, ctr, req)
+            e = insert_block(c, f, b, stamp, d_lo, d_hi, 0, ctr, req)
             demand_use(c, e, ctr)
             if run < 0:
                 run = b

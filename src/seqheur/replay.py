@@ -49,7 +49,6 @@ the Replayer hands the buffered reads to the disk model.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -69,7 +68,7 @@ from . import engine as E
 from . import metrics as M
 from .config import DEFAULT, ReplayConfig, resolve_policy
 from . import readahead as R
-from .errors import SeqheurError, SpecError
+from .errors import SeqheurError
 from .streams import ReadStream
 
 # defaults live in seqheur.config.ReplayConfig; these names are kept for callers
@@ -78,6 +77,7 @@ DEFAULT_PROFILE = DEFAULT.profile
 DEFAULT_REORDER_WINDOW = DEFAULT.reorder_window
 _STEP = 1 << 22  # requests per progress step
 _OPS_CAP = 1 << 20  # disk reads buffered before they go to the disk model
+_ACTS_CAP = 1 << 16  # read-ahead actions buffered before they are collected
 
 # per-request columns (name, dtype): the stream's three, then the loop's results
 _REQUEST_COLUMNS = (("file", np.int32), ("offset", np.int64), ("count", np.int32),
@@ -101,11 +101,14 @@ class ReplayResult:
     ``count``, ``seqcount``, ``slot_fresh``, ``prefetch_blocks``, ``hit_blocks``,
     ``miss_blocks``, ``cause``), or None when not kept or when they were streamed to the
     Parquet file ``requests_path`` (``requests_to=``; load it with ``polars.scan_parquet``).
+    ``actions``: with ``actions=True``, one row per read-ahead action (:func:`actions_frame`),
+    else None.
     """
 
     summary: Any
     requests: Any = None
     requests_path: Path | None = None
+    actions: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         """The summary row as a plain dict (JSON-ready: NaN/inf become None)."""
@@ -185,7 +188,8 @@ class Replayer:
                  profile: Any = DEFAULT_PROFILE, file_sizes: np.ndarray | None = None,
                  reorder_window: int = DEFAULT_REORDER_WINDOW, layout: Any = None,
                  drive_cache: bool = True, per_request: bool = True,
-                 clip_eof: bool = True, requests_to: str | os.PathLike[str] | None = None) -> None:
+                 clip_eof: bool = True, requests_to: str | os.PathLike[str] | None = None,
+                 actions: bool = False) -> None:
         from .detect import make_state
         from .heuristics.registry import parse_detector
         from .tables import parse_table
@@ -226,7 +230,9 @@ class Replayer:
             cache=C.new_cache(self.cache_bytes, self.policy.bsize),
             fs=R.new_file_state(nf), fsize=fsize, ctr=R.new_record(M.COUNTER_DTYPE),
             lost=np.zeros(len(M.CAUSES), np.int64), req=R.new_record(R.REQUEST_DTYPE),
-            ops=R.new_op_buffer(_OPS_CAP, per_blk))
+            ops=R.new_op_buffer(_OPS_CAP, per_blk),
+            acts=R.new_action_buffer(_ACTS_CAP if actions else 0))
+        self._actions: list[np.ndarray] | None = [] if actions else None
         self.profile_name: str | None = None
         self.disk = None
         self.disk_seconds = 0.0
@@ -277,6 +283,12 @@ class Replayer:
                 self._flush()
                 self.world = self.world._replace(
                     ops=R.new_op_buffer(cap, int(fill.per_block)))
+            acts = self.world.acts.fill
+            need = (int(count.max()) // int(self.policy.bsize) + 3) * int(acts.per_block) + 16
+            if acts.capacity and need > acts.capacity:
+                self._flush()
+                self.world = self.world._replace(acts=R.new_action_buffer(
+                    1 << int(need * 2 - 1).bit_length(), int(acts.per_block)))
         keep = self.per_request
         lo = 0
         while lo < n:
@@ -316,6 +328,11 @@ class Replayer:
             self._sink = None
 
     def _flush(self) -> None:
+        acts = self.world.acts
+        k = int(acts.fill.pending)
+        if k:
+            self._actions.append(acts.rows[:k].copy())
+            acts.fill.pending = 0
         ops = self.world.ops
         k = int(ops.fill.pending)
         if k == 0:
@@ -370,11 +387,37 @@ class Replayer:
                 self._keep({name: np.zeros(0, dtype) for name, dtype in _REQUEST_COLUMNS})
             path = self._sink.close(ReplayResult(summary).parquet_metadata())
             self._sink = None
-            return ReplayResult(summary, None, path)
+            return ReplayResult(summary, None, path, actions=self.actions())
         requests = None
         if self.per_request:
             requests = _requests_frame(self._parts)
-        return ReplayResult(summary, requests)
+        return ReplayResult(summary, requests, actions=self.actions())
+
+    def actions(self) -> Any:
+        """The read-ahead actions so far (:func:`actions_frame`), None when not recorded."""
+        if self._actions is None:
+            return None
+        self._flush()
+        rows = np.concatenate(self._actions) if self._actions else np.zeros(0, R.ACTION_DTYPE)
+        return actions_frame(rows)
+
+
+def actions_frame(rows: np.ndarray) -> Any:
+    """Actions as a polars DataFrame: ``request`` (index in the trace), ``file`` (dense
+    index), ``kind`` (:data:`seqheur.readahead.ACTION_KINDS`), ``start`` and ``count`` (blocks
+    asked for: pages for Linux), ``mark`` (block given the read-ahead mark, null none),
+    ``ra_start``/``ra_size``/``ra_async`` (the Linux ``file_ra_state`` after the action) and
+    ``order`` (its folio order; null where the model has none)."""
+    import polars as pl
+
+    kinds = pl.Enum(list(R.ACTION_KINDS))
+    cols = {name: rows[name] for name in R.ACTION_DTYPE.names}
+    frame = pl.DataFrame(cols)
+    return frame.with_columns(
+        pl.col("file").cast(pl.Int32),
+        pl.Series("kind", [R.ACTION_KINDS[k - 1] for k in rows["kind"]], dtype=kinds),
+        *(pl.when(pl.col(c) >= 0).then(pl.col(c)).otherwise(None).alias(c)
+          for c in ("mark", "ra_start", "ra_size", "ra_async", "order")))
 
 
 def _requests_frame(parts: list[dict[str, np.ndarray]]) -> Any:
@@ -415,7 +458,7 @@ def replay(stream_or_table: Any, detector: Any = DEFAULT.detector, table: Any = 
            layout: Any = None, drive_cache: bool = True, per_request: bool = True,
            clip_eof: bool = True, progress: bool = False,
            requests_to: str | os.PathLike[str] | None = None,
-           config: ReplayConfig | None = None) -> ReplayResult:
+           config: ReplayConfig | None = None, actions: bool = False) -> ReplayResult:
     """Replay a trace and score its read-ahead (see the module docstring).
 
     ``stream_or_table``: a ReadStream, a request table (Arrow/polars) or a trace path.
@@ -430,7 +473,8 @@ def replay(stream_or_table: Any, detector: Any = DEFAULT.detector, table: Any = 
     ``requests_to=PATH`` streams the per-request columns to a Parquet file (summary in its
     metadata) instead of keeping them in memory. ``config``: a :class:`ReplayConfig`
     supplying detector, table, policy, cache, profile, reorder window, drive cache and
-    end-of-file clipping instead of the arguments.
+    end-of-file clipping instead of the arguments. ``actions=True`` records every read-ahead
+    action (``ReplayResult.actions``: why each block was read).
 
     >>> r = replay(ReadStream.from_arrays([0] * 8, range(0, 65536, 8192), 8192), "always",
     ...            "ideal", "fixed:1", profile=None)
@@ -448,7 +492,7 @@ def replay(stream_or_table: Any, detector: Any = DEFAULT.detector, table: Any = 
     rp = Replayer(stream.file_ids, detector=detector, table=table, policy=policy, cache=cache,
                   profile=profile, file_sizes=sizes, reorder_window=reorder_window,
                   layout=layout, drive_cache=drive_cache, per_request=per_request,
-                  clip_eof=clip_eof, requests_to=requests_to)
+                  clip_eof=clip_eof, requests_to=requests_to, actions=actions)
     try:
         if progress and len(stream) > _STEP:
             from rich.progress import Progress

@@ -41,7 +41,7 @@ from ..registry import Registry
 
 # built-in detector modules, imported on the first registry query
 BUILTINS = ("freebsd4", "slowdown", "cursor", "freebsd", "zfetch", "always", "never",
-            "linux")  # linux: linux-2.6.32, linux-3.12
+            "linux", "linux6")  # linux: linux-2.6.32, linux-3.12
 
 _builtins_loaded = False
 DETECTORS = Registry("detector", load=lambda: _load_builtins())
@@ -115,8 +115,14 @@ class DetectorSpec:
 
 
 def params_to_array(p: Any) -> np.ndarray:
-    vals = [int(getattr(p, f.name)) for f in dataclasses.fields(p)]
+    """The params as int64 in field order; a choice field as the index of its value."""
+    vals = [_as_int(getattr(p, f.name), f) for f in dataclasses.fields(p)]
     return np.array(vals if vals else [0], dtype=np.int64)  # never empty: numba typing
+
+
+def _as_int(value: Any, field: Any) -> int:
+    choices = field.metadata.get("choices", ())
+    return choices.index(value) if isinstance(value, str) and choices else int(value)
 
 
 # --------------------------------------------------------------------------------------------
@@ -149,8 +155,10 @@ def register_detector(name: str, *, params: type, state_words: int | Callable[[A
     for f in dataclasses.fields(params):
         if f.default is dataclasses.MISSING:
             raise SpecError(f"detector {name!r}: parameter {f.name!r} needs a default")
-        if not isinstance(f.default, (int, bool)):
-            raise SpecError(f"detector {name!r}: parameter {f.name!r} must be an int or bool")
+        if not (isinstance(f.default, (int, bool))
+                or (isinstance(f.default, str) and f.metadata.get("choices"))):
+            raise SpecError(f"detector {name!r}: parameter {f.name!r} must be an int, a bool "
+                            "or a choice (numba receives the choice's index)")
     fns = []
     for label, fn in (("reset", reset), ("update", update)):
         if not isinstance(fn, Dispatcher):
