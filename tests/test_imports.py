@@ -49,7 +49,7 @@ LAYERS = [
     ("streams", ("streams",)),
     ("models", ("heuristics", "tables", "cache", "readahead", "disk", "metrics")),
     ("engine", ("engine", "config", "detect", "replay", "outofcore", "export")),
-    ("report", ("report", "sweep", "lab", "demo")),
+    ("report", ("report", "sweep", "lab", "demo", "kernelcheck")),
     ("front", ("commands", "cli", "__main__", "__init__")),
 ]
 

@@ -17,6 +17,7 @@ MODULES = [
     "replay",  # replay
     "report",  # compare, reproduce, sweep
     "lab",  # lab list, lab run
+    "kernel",  # kernel-check
 ]
 
 
