@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.installed
 DEMO    := demo-out
 PYTEST  := $(BIN)/python -m pytest
 
-.PHONY: deadcode demo test test-slow test-oracle test-lab test-dist test-fuzz test-all bench bench-quick profile lab lab-deps venv clean \
+.PHONY: deadcode demo test test-slow test-oracle test-kernel test-lab test-dist test-fuzz test-all bench bench-quick profile lab lab-deps venv clean \
         lock upgrade-check min-check test-blas
 
 $(BIN)/python:
@@ -49,13 +49,15 @@ test-slow: $(STAMP)
 	$(PYTEST) -q -m slow || [ $$? -eq 5 ]
 test-oracle: $(STAMP)
 	$(PYTEST) -q -m oracle || [ $$? -eq 5 ]
+test-kernel: $(STAMP)
+	$(PYTEST) -q -m kernel || [ $$? -eq 5 ]
 test-lab: $(STAMP)
 	$(PYTEST) -q -m lab || [ $$? -eq 5 ]
 test-dist: $(STAMP)
 	$(PYTEST) -q -m dist || [ $$? -eq 5 ]
 test-fuzz: $(STAMP)
 	$(PYTEST) -q -m fuzz || [ $$? -eq 5 ]
-test-all: test test-slow test-oracle test-dist test-fuzz
+test-all: test test-slow test-oracle test-kernel test-dist test-fuzz
 
 # The performance suite installs its peers: tshark and fio (Debian), dpkt and libcachesim (PyPI).
 BENCH_STAMP := $(VENV)/.bench-installed

@@ -6,7 +6,8 @@ adjacent swaps (``bench_detect.make_stream``, the same stream as the detector be
 * seqheur: ``seqheur.replay`` end to end — detector ``freebsd4`` + table ``nfsheur:64x4`` +
   policy ``freebsd4-cluster`` (16 KiB blocks) + 256 MiB LRU buffer cache + prefetch/cause
   metrics + the ``ide-7200`` disk-time model; summary only (``per_request=False``). Extra
-  figures: the same with per-request columns, Linux 3.12 read-ahead with ``raparms``, the full
+  figures: the same with per-request columns, Linux 3.12 and Linux 6 read-ahead with ``raparms``
+  (and linux-6 against linux-3.12, target within 1.3x), the full
   replay without the disk model, and seqheur's LRU kernel alone (``cache.lru_misses``) on the
   peer's block trace — what the peer does, so the ratio of the last is LRU against LRU.
 * peer: libcachesim (PyPI ``libcachesim``) LRU of 256 MiB, C ``process_trace`` over the demand
@@ -83,6 +84,8 @@ def main() -> int:
                                  policy="freebsd4-cluster", per_request=True),
         "linux-3.12+raparms": dict(detector="linux-3.12", table="raparms", policy="auto",
                                    per_request=False),
+        "linux-6+raparms": dict(detector="linux-6", table="raparms", policy="auto",
+                                per_request=False),
     }
 
     # where the time goes: the full pipeline without the disk model, and seqheur's LRU kernel
@@ -132,6 +135,13 @@ def main() -> int:
             fig.update({"target": ">= 4x peer and >= 20 M/s",
                         "met": bool(med >= 4 * peer_med and med >= 20)})
         figures.append(fig)
+    l6, l312 = float(np.median(cpu["linux-6+raparms"])), float(np.median(cpu["linux-3.12+raparms"]))
+    figures.append({"metric": "replay linux-6 against linux-3.12, both with raparms (M req/s/core)",
+                    "unit": "M requests/s", "seqheur": summarize(cpu["linux-6+raparms"]),
+                    "peer": summarize(cpu["linux-3.12+raparms"]),
+                    "peer_name": "seqheur replay linux-3.12+raparms, same run",
+                    "ratio": l6 / l312, "target": ">= 1/1.3 (within 1.3x of linux-3.12)",
+                    "met": bool(l6 * 1.3 >= l312)})
     full = last["full"].to_dict()
     notes = ("wall medians (M req/s): " + ", ".join(f"{k} {np.median(v):.1f}" for k, v in wall.items())
              + f". LRU check (policy none): {check['misses']} misses = libcachesim's. "

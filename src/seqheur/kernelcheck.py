@@ -137,6 +137,8 @@ class Pattern:
 
 
 def _one(name: str, reqs: list[tuple[int, int]], size: int, hint: str = "normal") -> Pattern:
+    if name != "eof":  # a smaller file drops the requests that would start past its end
+        reqs = [r for r in reqs if r[0] < size]
     off = np.array([o for o, _ in reqs], np.int64)
     cnt = np.array([c for _, c in reqs], np.int64)
     return Pattern(name, (size,), (hint,), np.zeros(len(reqs), np.int64), off, cnt)
@@ -498,10 +500,11 @@ def kernel_note(release: str) -> str | None:
 
 def run_check(patterns: Sequence[Pattern], ra_kbs: Sequence[int | None], *,
               where: str | None = None, reps: int = 3, keep: int = 10,
-              progress: Any = None) -> dict[str, Any]:
+              progress: Any = None, record: str | None = None) -> dict[str, Any]:
     """Every pattern at every ``read_ahead_kb`` (None: the device's own), ``reps`` times on
     the live kernel, against ``linux-6``. ``where``: a directory for the scratch files (its
-    device); None: a loop device of our own (root)."""
+    device); None: a loop device of our own (root). ``record``: a directory to write the
+    kernel's pages to (:func:`write_recording`, one file per setting)."""
     import contextlib
 
     files = {(k, s) for p in patterns for k, s in enumerate(p.sizes)}  # _scratch_files names
@@ -523,6 +526,7 @@ def run_check(patterns: Sequence[Pattern], ra_kbs: Sequence[int | None], *,
             ra = dev.read_ahead_kb()
             io = dev.max_sectors_kb()
             rows = []
+            observed: list[tuple[str, list[np.ndarray]]] = []
             for pat in patterns:
                 paths = _scratch_files(where, pat.sizes)
                 kernel, reruns, same = observe_until_stable(pat, paths, reps)
@@ -536,8 +540,12 @@ def run_check(patterns: Sequence[Pattern], ra_kbs: Sequence[int | None], *,
                              "evicted_reruns": reruns, "deterministic": same})
                 if progress is not None:
                     progress(ra, rows[-1])
+                if record is not None:
+                    observed.append((pat.name, kernel))
             settings.append({"read_ahead_kb": ra, "ra_pages": ra // 4, "io_pages": io // 4,
                              "patterns": rows})
+            if record is not None:
+                write_recording(record, dev, ra, io, reps, observed, patterns)
         release = os.uname().release
         reqs = sum(r["requests"] for s in settings for r in s["patterns"])
         exact = sum(r["exact"] for s in settings for r in s["patterns"])
@@ -567,3 +575,39 @@ def trace_pattern(path: str) -> Pattern:
     sizes = tuple(int(max(e, PAGE) + PAGE - 1) // PAGE * PAGE for e in end)
     return Pattern(os.path.basename(path), sizes, ("normal",) * n, s.file.astype(np.int64),
                    s.offset.astype(np.int64), s.count.astype(np.int64))
+
+
+RECIPE = ("one pread per request on a fresh fd per pattern after POSIX_FADV_DONTNEED (checked "
+          "empty with mincore); after each pread, wait until mincore's resident count equals "
+          "cachestat(2)'s nr_cache, then record the newly resident pages; runs that lost pages "
+          "to reclaim are redone; every rep gave the same pages")
+
+
+def write_recording(directory: str, dev: Device, ra_kb: int, io_kb: int, reps: int,
+                    observed: Sequence[tuple[str, list[np.ndarray]]],
+                    patterns: Sequence[Pattern]) -> str:
+    """The kernel's pages per request of every pattern at one setting, as gzipped JSON
+    (``[start, end)`` page runs per request), with how and where they were recorded."""
+    import datetime
+    import gzip
+    import json
+
+    from .io import atomic_path
+
+    by_name = {p.name: p for p in patterns}
+    doc = {
+        "kernel": os.uname().release, "device": dev.name, "filesystem": dev.filesystem,
+        "read_ahead_kb": ra_kb, "max_sectors_kb": io_kb, "ra_pages": ra_kb // 4,
+        "io_pages": io_kb // 4, "reps": reps, "recipe": RECIPE,
+        "date": datetime.date.today().isoformat(),
+        "generator": "seqheur.kernelcheck.builtin_patterns",
+        "patterns": [{"name": name, "sizes": list(by_name[name].sizes),
+                      "requests": len(pages), "pages": [runs(p) for p in pages]}
+                     for name, pages in observed],
+    }
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"{dev.name.rstrip('0123456789')}-ra{ra_kb}.json.gz")
+    with atomic_path(path) as tmp:
+        with gzip.open(tmp, "wt") as fh:
+            json.dump(doc, fh, separators=(",", ":"))
+    return path

@@ -29,9 +29,12 @@ def register(cli: click.Group) -> None:
               help="file size of the built-in patterns")
 @click.option("--keep", type=int, default=10, show_default=True,
               help="mismatches listed with both page sets")
+@click.option("--record", type=click.Path(file_okay=False), default=None,
+              help="also write the kernel's pages per request to this directory (one gzipped "
+                   "JSON per read_ahead_kb; the test suite replays such recordings)")
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 def kernel_check(source: str, ra_kb: str, where: str | None, reps: int, size: str, keep: int,
-                 as_json: bool) -> None:
+                 record: str | None, as_json: bool) -> None:
     """Replay SOURCE's per-file READs with pread on scratch files on this machine's kernel,
     record the pages each request made resident, and compare them request by request with
     linux-6 on the same requests.
@@ -58,7 +61,8 @@ def kernel_check(source: str, ra_kb: str, where: str | None, reps: int, size: st
                        + ("" if row["deterministic"] else "  NOT deterministic"), err=True)
 
     try:
-        res = run_check(patterns, kbs, where=where, reps=reps, keep=keep, progress=progress)
+        res = run_check(patterns, kbs, where=where, reps=reps, keep=keep, progress=progress,
+                        record=record)
     except (KernelCheckError, SeqheurError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:

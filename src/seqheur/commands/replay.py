@@ -35,12 +35,16 @@ def register(cli: click.Group) -> None:
               help="import a detector plug-in (repeatable; also $SEQHEUR_PLUGINS)")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
               help="per-request results (Parquet; the summary is in its metadata)")
+@click.option("--actions", "actions_out", type=click.Path(path_type=Path), default=None,
+              help="write one row per read-ahead action (why each block was read) to this "
+                   "Parquet file (linux-6)")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 @click.option("--chunk-rows", type=int, default=1 << 22, show_default=True,
               help="for a dataset directory: READs per chunk of the out-of-core replay")
 def replay(trace: Path, det: str, table: str, policy: str, cache: str, profile: str,
            reorder_window: int, no_eof: bool, plugins: tuple[str, ...],
-           output: Path | None, as_json: bool, chunk_rows: int) -> None:
+           output: Path | None, actions_out: Path | None, as_json: bool,
+           chunk_rows: int) -> None:
     """Replay a trace through a detector, table model, read-ahead policy, buffer cache and
     disk model, and score the read-ahead.
 
@@ -67,6 +71,9 @@ def replay(trace: Path, det: str, table: str, policy: str, cache: str, profile: 
     if is_dataset(trace):
         from ..outofcore import replay_dataset
 
+        if actions_out is not None:
+            raise click.UsageError("--actions: replay the dataset's trace file, not the "
+                                   "dataset directory (actions are kept in memory)")
         result = replay_dataset(trace, chunk_rows, detector=det, table=table, policy=policy,
                                 cache=cache, profile=prof, reorder_window=reorder_window,
                                 clip_eof=not no_eof, per_request=False, requests_to=output)
@@ -80,7 +87,12 @@ def replay(trace: Path, det: str, table: str, policy: str, cache: str, profile: 
                        err=True)
         result = run_replay(stream, det, table, policy, cache, prof, reorder_window=reorder_window,
                             clip_eof=not no_eof, progress=True, per_request=False,
-                            requests_to=output)
+                            requests_to=output, actions=actions_out is not None)
+        if actions_out is not None:
+            from ..io import atomic_path
+
+            with atomic_path(actions_out) as tmp:
+                result.actions.write_parquet(tmp)
     if as_json:
         echo_json(result.to_dict())
         return
