@@ -90,7 +90,7 @@ def lookahead_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
         d_hi = (off + cnt - 1) >> pol.bshift
         world.ctr.demand_blocks += d_hi - d_lo + 1
         R.simple_request(world.cache, f, off, cnt, seq, stamp, pol, eof, world.fs, world.ctr,
-                         world.lost, world.req, world.ops)
+                         world.lost, world.req, world.ops, world.acts)
         if seq >= min_seq:
             eof_blk = (eof + pol.bsize - 1) >> pol.bshift if eof >= 0 else -1
             R.read_range(world.cache, f, d_hi + 1, ahead, -1, stamp, d_lo, d_hi, eof_blk,

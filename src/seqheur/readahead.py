@@ -153,11 +153,12 @@ ACTION_DTYPE = np.dtype([
 #: the next window on a read-ahead mark, a synchronous window sized by the cached history
 #: (Linux context read-ahead), the requested pages of a small random read, the requested
 #: pages under FMODE_RANDOM (or read-ahead off), one page read by the copy loop itself, and a
-#: FreeBSD cluster or ``fixed`` read (sync: the demand cluster; async: read ahead).
+#: FreeBSD cluster (sync: the demand cluster, read-ahead included; async: read ahead) and the
+#: N blocks of ``fixed:N``.
 ACTION_KINDS = ("sync", "async", "context", "plain", "forced", "page", "cluster-sync",
-                "cluster-async")
+                "cluster-async", "fixed")
 ACT_SYNC, ACT_ASYNC, ACT_CONTEXT, ACT_PLAIN, ACT_FORCED, ACT_PAGE = 1, 2, 3, 4, 5, 6
-ACT_CLUSTER_SYNC, ACT_CLUSTER_ASYNC = 7, 8
+ACT_CLUSTER_SYNC, ACT_CLUSTER_ASYNC, ACT_FIXED = 7, 8, 9
 
 
 class ActionBuffer(NamedTuple):
@@ -479,7 +480,8 @@ def insert_block(c, f, b, stamp, d_lo, d_hi, fl, ctr, req):
 
 
 @njit(nogil=True, _nrt=False, inline='always')
-def cluster(c, f, start, maxn, sync, stamp, d_lo, d_hi, eof_blk, bsize, eof_bytes, ctr, req, ops):
+def cluster(c, f, start, maxn, sync, stamp, d_lo, d_hi, eof_blk, bsize, eof_bytes, ctr, req, ops,
+            acts):
     """``cluster_rbuild``: read the run of non-resident blocks from ``start`` (at most ``maxn``,
     stopping at a resident block or EOF) as one disk read. The last block gets the read-ahead
     mark, and for a synchronous (demand) cluster the second one too. Returns blocks read."""
@@ -497,6 +499,8 @@ def cluster(c, f, start, maxn, sync, stamp, d_lo, d_hi, eof_blk, bsize, eof_byte
         ram = k == n - 1 or (sync and k == 1)
         insert_block(c, f, start + k, stamp, d_lo, d_hi, C.F_RAM if ram else 0, ctr, req)
     emit_op(ops, ctr, f, start * bsize, op_bytes(start, n, bsize, eof_bytes), sync)
+    emit_action(acts, stamp, f, ACT_CLUSTER_SYNC if sync else ACT_CLUSTER_ASYNC, start, n,
+                start + n - 1, -1, -1, -1, -1)
     return n
 
 
@@ -573,7 +577,7 @@ def demand_use(c, e, ctr):
 
 
 @njit(nogil=True, _nrt=False, inline='always')
-def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, req, ops):
+def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, req, ops, acts):
     """One READ through ``ffs_read`` → ``cluster_read`` per block (4.x or current rules).
 
     Every demand block is accounted when the loop reaches it, in order, so that with
@@ -637,7 +641,7 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, r
                 if nblks > racluster:
                     nblks = racluster
             built = cluster(c, f, lbn, nblks, True, stamp, d_lo, d_hi, eof_blk, bsize,
-                            eof_bytes, ctr, req, ops)
+                            eof_bytes, ctr, req, ops, acts)
             if built == 0:  # only past a known EOF, which the driver clips requests to
                 built = 1
             e = C.lookup(c, key)
@@ -655,18 +659,18 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, r
                 if n > racluster:
                     n = racluster
                 cluster(c, f, lbn, n, False, stamp, d_lo, d_hi, eof_blk, bsize, eof_bytes,
-                        ctr, req, ops)
+                        ctr, req, ops, acts)
         else:
             while lbn < orig + maxra:
                 if eof_blk >= 0 and lbn >= eof_blk:
                     break
                 built = cluster(c, f, lbn, racluster, False, stamp, d_lo, d_hi, eof_blk,
-                                bsize, eof_bytes, ctr, req, ops)
+                                bsize, eof_bytes, ctr, req, ops, acts)
                 lbn += built if built > 0 else 1
 
 
 @njit(nogil=True, _nrt=False, inline='always')
-def simple_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, req, ops):
+def simple_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, req, ops, acts):
     """``none`` and ``fixed:N``: demand blocks (one disk read per missing run), then for
     ``fixed:N`` with seqcount > 0 the N blocks after the request."""
     bsize = pol.bsize
@@ -695,6 +699,7 @@ def simple_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, re
     if pol.kind == POL_FIXED and seq > 0 and pol.n > 0:
         read_range(c, f, d_hi + 1, pol.n, -1, stamp, d_lo, d_hi, eof_blk, bsize, eof_bytes,
                    ctr, req, ops, False)
+        emit_action(acts, stamp, f, ACT_FIXED, d_hi + 1, pol.n, -1, -1, -1, -1, -1)
 
 
 def max_ops_per_request(policy: Any, max_blocks: int) -> int:
@@ -778,9 +783,9 @@ def serve_request(world, row, params, f, off, cnt, t, seq, fresh, stamp):
         kind = pol.kind
         if kind == POL_FREEBSD4 or kind == POL_FREEBSD:
             freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, req,
-                            world.ops)
+                            world.ops, world.acts)
         else:
             simple_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, req,
-                           world.ops)
+                           world.ops, world.acts)
     end_request(f, off, cnt, fs, req)
     return seq

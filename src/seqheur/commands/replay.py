@@ -37,7 +37,7 @@ def register(cli: click.Group) -> None:
               help="per-request results (Parquet; the summary is in its metadata)")
 @click.option("--actions", "actions_out", type=click.Path(path_type=Path), default=None,
               help="write one row per read-ahead action (why each block was read) to this "
-                   "Parquet file (linux-6)")
+                   "Parquet file")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 @click.option("--chunk-rows", type=int, default=1 << 22, show_default=True,
               help="for a dataset directory: READs per chunk of the out-of-core replay")

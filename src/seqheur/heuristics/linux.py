@@ -43,7 +43,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 from numba import njit
 
 from .. import cache as C
@@ -134,14 +133,23 @@ def _read(ctx, f, start, n, mark, row, sync):
                  req.eof_bytes, ctx.ctr, req, ctx.ops, sync)
 
 
+@njit(nogil=True, _nrt=False)
+def _act(ctx, f, kind, start, n, mark, row):
+    """Record a read-ahead action with the ra state after it (replay only)."""
+    if ctx is not None:
+        R.emit_action(ctx.acts, ctx.req.stamp, f, kind, start, n, mark, row[L_START],
+                      row[L_SIZE], row[L_ASYNC], -1)
+
+
 @njit(nogil=True, _nrt=False, inline='always')
-def _submit(ctx, f, row, sync):
+def _submit(ctx, f, row, sync, kind):
     """``ra_submit``: read [start, start+size), PG_readahead on page start+size-async_size."""
     start = row[L_START]
     size = row[L_SIZE]
     asz = row[L_ASYNC]
     mark = start + size - asz if asz > 0 else -1
     _read(ctx, f, start, size, mark, row, sync)
+    _act(ctx, f, kind, start, size, mark, row)
 
 
 @njit(nogil=True, _nrt=False, inline='always')
@@ -149,6 +157,7 @@ def ondemand(ctx, f, row, mx, ver, hit_marker, index, req):
     """``ondemand_readahead``; ``ver`` 0 = 2.6.31–3.11 context rule, 1 = 3.12+ (commit 2cad4018)."""
     initial = index == 0
     submit = False
+    kind = R.ACT_ASYNC if hit_marker else R.ACT_SYNC
     if not initial:
         start = row[L_START]
         size = row[L_SIZE]
@@ -190,6 +199,7 @@ def ondemand(ctx, f, row, mx, ver, hit_marker, index, req):
                         row[L_SIZE] = init_size(h + req, mx)
                         row[L_ASYNC] = row[L_SIZE]
                         submit = True
+                        kind = R.ACT_CONTEXT
                 else:
                     if h > req:
                         if h >= index:
@@ -198,9 +208,11 @@ def ondemand(ctx, f, row, mx, ver, hit_marker, index, req):
                         row[L_SIZE] = h + req if h + req < mx else mx
                         row[L_ASYNC] = 1
                         submit = True
+                        kind = R.ACT_CONTEXT
                 if not submit:
                     # random read: just the requested pages, no mark, state unchanged
                     _read(ctx, f, index, req, -1, row, True)
+                    _act(ctx, f, R.ACT_PLAIN, index, req, -1, row)
                     return
     if initial:
         row[L_START] = index
@@ -209,7 +221,7 @@ def ondemand(ctx, f, row, mx, ver, hit_marker, index, req):
     if index == row[L_START] and row[L_SIZE] == row[L_ASYNC]:
         row[L_ASYNC] = next_size(row[L_SIZE], mx)
         row[L_SIZE] += row[L_ASYNC]
-    _submit(ctx, f, row, not hit_marker)
+    _submit(ctx, f, row, not hit_marker, kind)
 
 
 @njit(nogil=True, _nrt=False, inline='always')
@@ -249,6 +261,7 @@ def linux_read(ctx, f, row, mx, ver, off, cnt):
                 e = C.lookup(c, C.make_key(f, p))
                 if e < 0:  # beyond the window (or evicted at once by a tiny cache)
                     _read(ctx, f, p, 1, -1, row, True)
+                    _act(ctx, f, R.ACT_PAGE, p, 1, -1, row)
                     e = C.lookup(c, C.make_key(f, p))
             elif (C.flags(c, e) & C.F_RAM) != 0:
                 C.clear_flag(c, e, C.F_RAM)
