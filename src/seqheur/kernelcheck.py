@@ -458,6 +458,13 @@ class LoopDevice:
         signal.signal(signal.SIGTERM, getattr(self, "_old_term", signal.SIG_DFL))
 
 
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
 def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -507,9 +514,16 @@ def run_check(patterns: Sequence[Pattern], ra_kbs: Sequence[int | None], *,
     kernel's pages to (:func:`write_recording`, one file per setting)."""
     import contextlib
 
+    import signal
+
     files = {(k, s) for p in patterns for k, s in enumerate(p.sizes)}  # _scratch_files names
     total = sum(s for _, s in files)
     with contextlib.ExitStack() as stack:
+        try:  # SIGTERM unwinds like Ctrl-C, so everything below is cleaned up
+            old = signal.signal(signal.SIGTERM, _raise_interrupt)
+            stack.callback(signal.signal, signal.SIGTERM, old)
+        except ValueError:  # not the main thread: the caller handles signals
+            pass
         if where is None:
             dev, where = stack.enter_context(LoopDevice(int(total * 1.3) + (64 << 20)))
             own = True
@@ -519,6 +533,7 @@ def run_check(patterns: Sequence[Pattern], ra_kbs: Sequence[int | None], *,
         if not own and any(kb is not None and kb != original for kb in ra_kbs):
             stack.callback(dev.set_read_ahead_kb, original)  # restore the shared device
         settings = []
+        created: set[str] = set()
         mism: list[dict[str, Any]] = []
         for kb in ra_kbs:
             if kb is not None:
@@ -529,6 +544,10 @@ def run_check(patterns: Sequence[Pattern], ra_kbs: Sequence[int | None], *,
             observed: list[tuple[str, list[np.ndarray]]] = []
             for pat in patterns:
                 paths = _scratch_files(where, pat.sizes)
+                for path in paths:
+                    if path not in created:  # removed at the end, also after Ctrl-C
+                        created.add(path)
+                        stack.callback(_remove, path)
                 kernel, reruns, same = observe_until_stable(pat, paths, reps)
                 model = model_new_pages(pat.file, pat.offset, pat.count, pat.sizes, pat.hints,
                                         ra_kb=ra, io_kb=io)

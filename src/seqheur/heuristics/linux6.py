@@ -347,7 +347,8 @@ def _walk_prev(world, f, shift, base, offset, index, row):
 
 @njit(nogil=True, _nrt=False)
 def next_miss(world, f, index, max_scan, row):
-    """``page_cache_next_miss``: the first index the walk finds empty (its own reckoning)."""
+    """``page_cache_next_miss``: the index where the walk finds a hole (by its own reckoning),
+    0 if it wraps, else ``index + max_scan``."""
     shift, base, offset, present = _walk_load(world, f, index, row)
     at = index
     for k in range(max_scan):
@@ -356,26 +357,26 @@ def next_miss(world, f, index, max_scan, row):
                                                           row)
         if not present:
             return at
-        if at == 0 and index != 0:
+        if at == 0:
             return 0
-    return at + 1
+    return index + max_scan
 
 
 @njit(nogil=True, _nrt=False)
 def prev_miss(world, f, index, max_scan, row):
-    """``page_cache_prev_miss``: the last index below ``index`` the walk finds empty (-1 when
-    it wraps past page 0)."""
+    """``page_cache_prev_miss``: the index where the walk backwards finds a hole, -1
+    (ULONG_MAX) if it wraps past page 0, else the last index it examined (not one below it:
+    the 6.4 change that returned ``index - max_scan`` was reverted; measured on 6.18, a
+    history of exactly ``max_scan`` pages counts one short)."""
     shift, base, offset, present = _walk_load(world, f, index, row)
     at = index
     for k in range(max_scan):
         if k > 0:
             shift, base, offset, at, present = _walk_prev(world, f, shift, base, offset, at,
                                                           row)
-        if not present:
-            return at
-        if at == -1 and index != -1:
-            return -1
-    return at - 1
+        if not present or at == -1:
+            break
+    return at
 
 
 # --------------------------------------------------------------------------------------------
