@@ -42,6 +42,9 @@ METRICS: tuple[Metric, ...] = (
        "config"),
     _m("cache", str, "", "buffer-cache size as given", "config"),
     _m("profile", str, "", "disk profile name (null: no disk model)", "config"),
+    _m("file_sizes", str, "", "where the files' sizes came from: attributes (the trace's reply "
+       "attributes), attributes+observed (some files had none), observed (each file ends at "
+       "its last READ), given, none", "config"),
     _m("requests", int, "requests", "READs replayed"),
     _m("demand_blocks", int, "blocks", "blocks the READs asked for (after end-of-file "
        "clipping)"),

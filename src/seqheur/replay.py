@@ -69,7 +69,7 @@ from . import metrics as M
 from .config import DEFAULT, ReplayConfig, resolve_policy
 from . import readahead as R
 from .errors import SeqheurError
-from .streams import ReadStream
+from .streams import ReadStream, attribute_file_sizes
 
 # defaults live in seqheur.config.ReplayConfig; these names are kept for callers
 DEFAULT_CACHE = DEFAULT.cache
@@ -153,6 +153,41 @@ class ReplayResult:
 # the replayer (all state, chunk by chunk)
 
 
+def file_sizes_for(source: Any, stream: ReadStream, how: Any = "auto"
+                   ) -> tuple[np.ndarray | None, str]:
+    """The file sizes a replay uses, and where they came from (the summary's ``file_sizes``).
+
+    ``how``: ``"auto"`` — the reply attributes of ``source`` (a trace path or request table;
+    NFS replies carry the file's size), at least as large as what the stream reads, and
+    ``observed`` for files without attributes (a warning when no file has any);
+    ``"observed"`` — the largest byte each file's requests read (read-ahead never passes it,
+    so waste past a file's last READ is not counted); an int64 array per dense file index
+    (``given``); None (``none``: no end of file)."""
+    if how is None:
+        return None, "none"
+    if not isinstance(how, str):
+        return np.asarray(how, np.int64), "given"
+    if how not in ("auto", "observed"):
+        raise SeqheurError(f"file_sizes must be 'auto', 'observed', an array or None, not "
+                           f"{how!r}")
+    observed = observed_file_sizes(stream)
+    if how == "observed" or stream.n_files == 0:
+        return observed, "observed"
+    attrs = (attribute_file_sizes(source, stream.file_ids) if source is not None
+             else np.full(stream.n_files, -1, np.int64))
+    known = attrs >= 0
+    if not known.any():
+        if source is not None:
+            import warnings
+
+            warnings.warn("no reply attributes give file sizes: files end at their last READ "
+                          "(read-ahead past it is not replayed; file_sizes = observed)",
+                          stacklevel=3)
+        return observed, "observed"
+    sizes = np.where(known, np.maximum(attrs, observed), observed)
+    return sizes, "attributes" if known.all() else "attributes+observed"
+
+
 def observed_file_sizes(stream: ReadStream) -> np.ndarray:
     """Per-file size estimate: the largest ``offset + count`` the stream reads (int64[F])."""
     sizes = np.zeros(stream.n_files, np.int64)
@@ -189,7 +224,7 @@ class Replayer:
                  reorder_window: int = DEFAULT_REORDER_WINDOW, layout: Any = None,
                  drive_cache: bool = True, per_request: bool = True,
                  clip_eof: bool = True, requests_to: str | os.PathLike[str] | None = None,
-                 actions: bool = False) -> None:
+                 actions: bool = False, size_source: str | None = None) -> None:
         from .detect import make_state
         from .heuristics.registry import parse_detector
         from .tables import parse_table
@@ -212,6 +247,7 @@ class Replayer:
         policy = self.policy.record(window=self.reorder_window)
         fsize = np.full(max(nf, 1), -1, np.int64)  # -1: end of file unknown
         self.sizes: np.ndarray | None = None
+        self.size_source = size_source or ("none" if file_sizes is None else "given")
         if file_sizes is not None:
             fsz = np.asarray(file_sizes, dtype=np.int64)
             if fsz.shape != (nf,):
@@ -362,6 +398,7 @@ class Replayer:
             "policy": self.policy.spec,
             "cache": self.cache_text,
             "profile": self.profile_name,
+            "file_sizes": self.size_source,
             **{name: int(ctr[name]) for name in M.LOOP_COUNTERS},
             "table_ejections": int(counts.ejections),
             **{f"lost_{name}": int(lost[k]) for k, name in enumerate(M.CAUSES)},
@@ -454,27 +491,31 @@ def _as_stream(obj: Any) -> ReadStream:
 def replay(stream_or_table: Any, detector: Any = DEFAULT.detector, table: Any = DEFAULT.table,
            policy: Any = DEFAULT.policy, cache: Any = DEFAULT_CACHE,
            profile: Any = DEFAULT_PROFILE, *,
-           file_sizes: Any = "observed", reorder_window: int = DEFAULT_REORDER_WINDOW,
+           file_sizes: Any = "auto", reorder_window: int = DEFAULT_REORDER_WINDOW,
            layout: Any = None, drive_cache: bool = True, per_request: bool = True,
            clip_eof: bool = True, progress: bool = False,
            requests_to: str | os.PathLike[str] | None = None,
-           config: ReplayConfig | None = None, actions: bool = False) -> ReplayResult:
+           config: ReplayConfig | None = None, actions: bool = False,
+           sizes_from: Any = None) -> ReplayResult:
     """Replay a trace and score its read-ahead (see the module docstring).
 
     ``stream_or_table``: a ReadStream, a request table (Arrow/polars) or a trace path.
     ``detector``/``table``/``policy``: spec strings (``seqheur detectors``, ``seqheur tables``,
     :func:`seqheur.readahead.parse_policy`; policy ``auto`` picks by detector). ``cache``: bytes
     or a size like ``"256MiB"``. ``profile``: a bundled DiskProfile name, a JSON path, a
-    DiskProfile, or None (no disk time). ``file_sizes``: ``"observed"`` (largest offset+count
-    read per file), an int64 array per dense file index, or None (no end-of-file clipping; needs
-    ``profile=None``); they lay the files out on the disk and, with ``clip_eof``, end requests
-    and read-ahead. ``reorder_window``: bytes around the expected offset that make a READ
+    DiskProfile, or None (no disk time). ``file_sizes``: ``"auto"`` (the trace's reply
+    attributes, else what it reads: :func:`file_sizes_for`), ``"observed"`` (largest
+    offset+count read per file), an int64 array per dense file index, or None (no end-of-file
+    clipping; needs ``profile=None``); they lay the files out on the disk and, with
+    ``clip_eof``, end requests and read-ahead; the summary's ``file_sizes`` says which. ``reorder_window``: bytes around the expected offset that make a READ
     ``reordered`` rather than ``nonsequential``. ``per_request=False`` keeps only the summary;
     ``requests_to=PATH`` streams the per-request columns to a Parquet file (summary in its
     metadata) instead of keeping them in memory. ``config``: a :class:`ReplayConfig`
     supplying detector, table, policy, cache, profile, reorder window, drive cache and
     end-of-file clipping instead of the arguments. ``actions=True`` records every read-ahead
-    action (``ReplayResult.actions``: why each block was read).
+    action (``ReplayResult.actions``: why each block was read). ``sizes_from``: the trace path
+    or request table whose reply attributes give the file sizes when ``stream_or_table`` is
+    an already built ReadStream.
 
     >>> r = replay(ReadStream.from_arrays([0] * 8, range(0, 65536, 8192), 8192), "always",
     ...            "ideal", "fixed:1", profile=None)
@@ -486,13 +527,13 @@ def replay(stream_or_table: Any, detector: Any = DEFAULT.detector, table: Any = 
         profile, reorder_window = config.profile, config.reorder_window
         drive_cache, clip_eof = config.drive_cache, config.clip_eof
     stream = _as_stream(stream_or_table)
-    sizes = observed_file_sizes(stream) if isinstance(file_sizes, str) and file_sizes == "observed" else file_sizes
-    if isinstance(sizes, str):
-        raise SeqheurError(f"file_sizes must be 'observed', an array or None, not {file_sizes!r}")
+    source = sizes_from if isinstance(stream_or_table, ReadStream) else stream_or_table
+    sizes, size_source = file_sizes_for(source, stream, file_sizes)
     rp = Replayer(stream.file_ids, detector=detector, table=table, policy=policy, cache=cache,
                   profile=profile, file_sizes=sizes, reorder_window=reorder_window,
                   layout=layout, drive_cache=drive_cache, per_request=per_request,
-                  clip_eof=clip_eof, requests_to=requests_to, actions=actions)
+                  clip_eof=clip_eof, requests_to=requests_to, actions=actions,
+                  size_source=size_source)
     try:
         if progress and len(stream) > _STEP:
             from rich.progress import Progress

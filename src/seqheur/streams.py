@@ -7,6 +7,8 @@ interleaved sub-streams) are defined in ``docs/formats.md`` §Stream statistics.
 
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -88,6 +90,42 @@ def no_stream_hint(table: Any, ops: Sequence[str] = ("read",)) -> str:
 
 #: The request-table columns a read stream is built from.
 STREAM_COLUMNS = ("time", "file_id", "offset", "count", "op", "source_index")
+
+
+def attribute_file_sizes(source: Any, file_ids: np.ndarray) -> np.ndarray:
+    """Per file of ``file_ids`` (uint64), the largest size the trace's reply attributes give
+    it (``file_size`` of any op), -1 where none does. ``source``: a request table
+    (Arrow/polars) or a trace path (a Parquet request table is read as its two columns)."""
+    out = np.full(len(file_ids), -1, np.int64)
+    if isinstance(source, (str, os.PathLike)):
+        import pyarrow.parquet as pq
+
+        try:
+            names = pq.read_schema(source).names
+            table = pq.read_table(source, columns=["file_id", "file_size"]) if (
+                "file_size" in names and "file_id" in names) else None
+        except (pa.ArrowInvalid, OSError):
+            from .ingest import read_trace
+
+            table = read_trace(source)[0]
+    else:
+        table = source if isinstance(source, pa.Table) else source.to_arrow()
+    if table is None or "file_size" not in table.column_names or not len(file_ids):
+        return out
+    sub = table.select(["file_id", "file_size"]).filter(
+        pc.and_(pc.is_valid(table["file_id"]), pc.is_valid(table["file_size"])))
+    if sub.num_rows == 0:
+        return out
+    g = sub.group_by("file_id").aggregate([("file_size", "max")])
+    ids = g["file_id"].to_numpy().astype(np.uint64)
+    sizes = g["file_size_max"].to_numpy().astype(np.int64)
+    order = np.argsort(file_ids)
+    pos = np.searchsorted(file_ids, ids, sorter=order)
+    ok = pos < len(file_ids)
+    hit = np.zeros(len(ids), bool)
+    hit[ok] = file_ids[order[pos[ok]]] == ids[ok]
+    out[order[pos[hit]]] = sizes[hit]
+    return out
 
 
 def read_stream(path: Any, ops: Sequence[str] = ("read",), order: str = "server") -> ReadStream:

@@ -87,7 +87,8 @@ def replay(trace: Path, det: str, table: str, policy: str, cache: str, profile: 
                        err=True)
         result = run_replay(stream, det, table, policy, cache, prof, reorder_window=reorder_window,
                             clip_eof=not no_eof, progress=True, per_request=False,
-                            requests_to=output, actions=actions_out is not None)
+                            requests_to=output, actions=actions_out is not None,
+                            sizes_from=trace)
         if actions_out is not None:
             from ..io import atomic_path
 
