@@ -116,3 +116,40 @@ def test_raparms_table_recycles_linux_state():
     assert ideal["table_ejections"] == 0 and ideal["lost_ejected"] == 0
     assert (rap.requests["seqcount"] == 0).sum() > (ideal.requests["seqcount"] == 0).sum()
     assert rap["misses"] == ideal["misses"] == files * 2
+
+
+def test_splice_caller_is_the_nfsd_default_and_sees_a_one_page_skip_as_sequential():
+    """nfsd's splice read records prev_pos as the page after the last page spliced, so a 4 KiB
+    READ two pages after the previous one is a sequential miss (an initial window); through
+    read(2) it is a random read of its own page."""
+    import numpy as np
+
+    from seqheur.replay import replay
+    from seqheur.streams import ReadStream
+
+    offs = (100 + 2 * np.arange(6)) * 4096
+    s = ReadStream.from_arrays(np.zeros(len(offs), int), offs, 4096)
+
+    def kinds(det):
+        r = replay(s, det, "ideal", profile=None, file_sizes=np.array([64 << 20]),
+                   actions=True, cache="1GiB")
+        return [(k, c) for k, c in r.actions.select("kind", "count").rows()]
+
+    assert kinds("linux-3.12") == kinds("linux-3.12:caller=splice")
+    assert kinds("linux-3.12:caller=splice")[:2] == [("plain", 1), ("sync", 4)]
+    assert kinds("linux-3.12:caller=read") == [("plain", 1)] * 6
+
+
+def test_splice_reads_large_requests_in_pipe_chunks():
+    """A 1 MiB READ is 16 splice calls of 16 pages: every call past the window's end runs the
+    read-ahead again, so the stream still ramps to ra_pages-sized windows."""
+    import numpy as np
+
+    from seqheur.replay import replay
+    from seqheur.streams import ReadStream
+
+    s = ReadStream.from_arrays(np.zeros(8, int), np.arange(8) << 20, 1 << 20)
+    r = replay(s, "linux-3.12", "ideal", profile=None, file_sizes=np.array([64 << 20]),
+               actions=True, cache="1GiB")
+    assert r["demand_blocks"] == 8 * 256
+    assert r.actions["count"].max() <= 2 * 32

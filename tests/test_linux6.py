@@ -74,3 +74,14 @@ def test_actions_explain_every_page_read():
     for row in r.actions.iter_rows(named=True):
         pages.update(p for p in range(row["start"], row["start"] + row["count"]) if p < 2048)
     assert len(pages) * 4096 == r["disk_bytes"]
+
+
+@pytest.mark.parametrize("cache", ["512KiB", "1MiB"])
+def test_a_cache_smaller_than_the_window(cache):
+    """1 MiB reads open windows of up to io_pages (320 pages): larger than the cache, which
+    evicts pages of a window while it is read; every demand page is still accounted once."""
+    offs = np.concatenate([np.arange(24) * MiB, (np.arange(24)[::-1] + 30) * MiB])
+    s = ReadStream.from_arrays(np.zeros(len(offs), np.int64), offs, np.full(len(offs), MiB))
+    r = replay(s, "linux-6", "ideal", cache=cache, profile=None,
+               file_sizes=np.array([64 * MiB]), actions=True)
+    assert r["hits"] + r["misses"] == r["demand_blocks"] == 48 * 256

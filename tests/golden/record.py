@@ -28,7 +28,7 @@ OUT = HERE / "outputs.json.gz"
 
 DETECTORS = ("freebsd4", "slowdown", "cursor", "freebsd", "zfetch", "always", "never",
              "slowdown:window=16384", "cursor:cursors=2", "linux-2.6.32", "linux-3.12",
-             "linux-3.12:ra_kb=512")
+             "linux-3.12:ra_kb=512", "linux-3.12:caller=read", "linux-6", "linux-6:ra_kb=64")
 TABLES = ("freebsd4", "ellard", "ideal", "raparms", "nfsheur:8x2:hash=dense")
 POLICIES = ("auto", "none", "fixed:4", "freebsd4-cluster", "freebsd-cluster")
 CACHES = ("256MiB", "1MiB")

@@ -22,9 +22,14 @@ Afterwards ``prev_pos = (last-1)<<12 | (pos+count)&4095``. ``ondemand`` is
 ``ondemand_readahead`` (2.6.31–3.11, with ``get_init_ra_size``/``get_next_ra_size`` window
 sizing); context read-ahead fires on *any* history page in ``linux-2.6.32`` and only when the
 history exceeds the request (window ``min(h+req, max)``, ``async_size`` 1) in ``linux-3.12``
-(commit 2cad4018 "readahead: make context readahead more conservative"). Not modelled: the nfsd
-splice path's per-pipe request splitting, ``max_sane_readahead``, read congestion, writeback;
-the marker branch's hole search and the history count look at the page cache model.
+(commit 2cad4018 "readahead: make context readahead more conservative"). Not modelled:
+``max_sane_readahead``, read congestion, writeback; the marker branch's hole search and the
+history count look at the page cache model.
+
+**Caller** (param ``caller``): ``splice`` (the default: nfsd reads through
+``splice_direct_to_actor`` → ``__generic_file_splice_read`` whenever the RPC allows it, the
+normal case for these kernels; :func:`splice_read`) or ``read`` (``do_generic_file_read``,
+above; :func:`linux_read`).
 
 In replay the serve step (``serve_2632``/``serve_312``) runs this read-ahead against the replay's
 typed state (``engine.World``: cache, per-file history, counters by name, the request's scratch,
@@ -63,10 +68,18 @@ L_HI = 5
 L_MARK = 6  # stand-in: page carrying PG_readahead (-1 none)
 L_WORDS = 7
 
+CALLERS = ("splice", "read")
+PIPE_PAGES = 16  # PIPE_DEF_BUFFERS: pages one splice call handles
+
+
 @dataclass(frozen=True)
 class LinuxParams:
     ra_kb: int = param(128, unit="KiB", doc="bdi read_ahead_kb, VM_MAX_READAHEAD / "
                        "VM_READAHEAD_PAGES; a multiple of 4 in 4..1048576")
+    caller: str = param("splice", choices=CALLERS, doc="the read path that calls read-ahead: "
+                        "splice (nfsd's default, __generic_file_splice_read: 16-page pipe "
+                        "chunks, one sync read-ahead per chunk, prev_pos = the page after the "
+                        "last one spliced) or read (read(2), do_generic_file_read)")
 
     def __post_init__(self) -> None:
         if not 4 <= self.ra_kb <= 1 << 20 or self.ra_kb % 4:
@@ -274,6 +287,78 @@ def linux_read(ctx, f, row, mx, ver, off, cnt):
 
 
 @njit(nogil=True, _nrt=False)
+def _take_mark(ctx, f, p, row):
+    """Test and clear PG_readahead of cached page ``p``."""
+    if ctx is None:
+        if row[L_MARK] == p:
+            row[L_MARK] = -1
+            return True
+        return False
+    c = ctx.cache
+    e = C.lookup(c, C.make_key(f, p))
+    if e >= 0 and (C.flags(c, e) & C.F_RAM) != 0:
+        C.clear_flag(c, e, C.F_RAM)
+        return True
+    return False
+
+
+@njit(nogil=True, _nrt=False)
+def _use(ctx, f, p):
+    """Account demand page ``p`` after the request's reads: a hit when it was cached before
+    this request, else a miss."""
+    c = ctx.cache
+    req = ctx.req
+    e = C.lookup(c, C.make_key(f, p))
+    if e >= 0 and C.stamp(c, e) != req.stamp:
+        ctx.ctr.hits += 1
+        req.hit_blocks += 1
+    else:
+        R.count_miss(c, e, f, p, ctx.fs, ctx.ctr, ctx.lost, req)
+    if e >= 0:
+        R.demand_use(c, e, ctx.ctr)
+
+
+@njit(nogil=True, _nrt=False, inline='always')
+def splice_read(ctx, f, row, mx, ver, off, cnt):
+    """One READ through nfsd's splice path (``__generic_file_splice_read``, called by
+    ``splice_direct_to_actor`` until the READ is done): per call a chunk of at most 16 pages;
+    the resident prefix of the chunk is looked up, the sync read-ahead runs once at its first
+    hole (req = pages still requested), the chunk's other holes are read page by page without
+    read-ahead, then each page of the chunk with PG_readahead runs the async read-ahead; at
+    the end ``prev_pos`` = the page after the last page spliced (a page-aligned position, so a
+    READ that skips exactly one page after one ending on a page boundary is a sequential miss
+    here and a random read on the read(2) path). Returns the window size."""
+    if cnt <= 0:
+        return window(row, mx)
+    pos = off
+    end = off + cnt
+    while pos < end:
+        index = pos >> PAGE_SHIFT
+        loff = pos & (PAGE - 1)
+        req_pages = (end - pos + loff + PAGE - 1) >> PAGE_SHIFT
+        nr = req_pages if req_pages < PIPE_PAGES else PIPE_PAGES
+        k = 0
+        while k < nr and _cached(ctx, f, index + k, row):
+            k += 1
+        if k < nr:
+            ondemand(ctx, f, row, mx, ver, False, index + k, req_pages - k)
+            for j in range(k, nr):
+                if not _cached(ctx, f, index + j, row):
+                    _read(ctx, f, index + j, 1, -1, row, True)
+                    _act(ctx, f, R.ACT_PAGE, index + j, 1, -1, row)
+        for j in range(nr):
+            p = index + j
+            if _take_mark(ctx, f, p, row):
+                ondemand(ctx, f, row, mx, ver, True, p, req_pages - j)
+            if ctx is not None:
+                _use(ctx, f, p)
+        step = nr * PAGE - loff
+        pos = pos + step if pos + step < end else end
+        row[L_PREV] = (index + nr) << PAGE_SHIFT
+    return window(row, mx)
+
+
+@njit(nogil=True, _nrt=False)
 def window(row, mx):
     """The reported seqcount: the window size, capped at the maximum (a merged first submit
     may briefly hold up to twice the maximum)."""
@@ -285,7 +370,7 @@ def window(row, mx):
 
 
 @njit(nogil=True, _nrt=False, inline='always')
-def serve_linux(world, f, row, off, cnt, fresh, stamp, mx, ver):
+def serve_linux(world, f, row, off, cnt, fresh, stamp, mx, ver, caller):
     """One READ through Linux read-ahead against the cache model; returns the window size.
 
     The request's stamp, demand pages and end of file go to ``world.req``: the reads deep in
@@ -303,7 +388,10 @@ def serve_linux(world, f, row, off, cnt, fresh, stamp, mx, ver):
         req.d_hi = d_hi
         req.eof_bytes = eof_bytes
         req.eof_blk = (eof_bytes + PAGE - 1) >> PAGE_SHIFT if eof_bytes >= 0 else -1
-        linux_read(world, f, row, mx, ver, off, cnt)
+        if caller == 0:
+            splice_read(world, f, row, mx, ver, off, cnt)
+        else:
+            linux_read(world, f, row, mx, ver, off, cnt)
     R.end_request(f, off, cnt, fs, req)
     return window(row, mx)
 
@@ -311,13 +399,15 @@ def serve_linux(world, f, row, off, cnt, fresh, stamp, mx, ver):
 @njit(nogil=True, _nrt=False, inline="always")
 def serve_2632(world, row, params, f, off, cnt, t, seq, fresh, stamp):
     """The engine's serve step for ``linux-2.6.32``: its own read-ahead, 2.6.31-3.11 rules."""
-    return serve_linux(world, f, row, off, cnt, fresh, stamp, params[0] * 1024 // PAGE, 0)
+    return serve_linux(world, f, row, off, cnt, fresh, stamp, params[0] * 1024 // PAGE, 0,
+                       params[1])
 
 
 @njit(nogil=True, _nrt=False, inline="always")
 def serve_312(world, row, params, f, off, cnt, t, seq, fresh, stamp):
     """The engine's serve step for ``linux-3.12``: its own read-ahead, 3.12+ rules."""
-    return serve_linux(world, f, row, off, cnt, fresh, stamp, params[0] * 1024 // PAGE, 1)
+    return serve_linux(world, f, row, off, cnt, fresh, stamp, params[0] * 1024 // PAGE, 1,
+                       params[1])
 
 
 def ops_bound(p: LinuxParams) -> int:
@@ -341,13 +431,21 @@ def reset(state, params, offset, count, time_ns):
 
 
 @njit(nogil=True, _nrt=False)
+def _standalone(state, params, ver, offset, count):
+    mx = params[0] * 1024 // PAGE
+    if params[1] == 0:
+        return splice_read(None, 0, state, mx, ver, offset, count)
+    return linux_read(None, 0, state, mx, ver, offset, count)
+
+
+@njit(nogil=True, _nrt=False)
 def update_2632(state, params, offset, count, time_ns):
-    return linux_read(None, 0, state, params[0] * 1024 // PAGE, 0, offset, count)
+    return _standalone(state, params, 0, offset, count)
 
 
 @njit(nogil=True, _nrt=False)
 def update_312(state, params, offset, count, time_ns):
-    return linux_read(None, 0, state, params[0] * 1024 // PAGE, 1, offset, count)
+    return _standalone(state, params, 1, offset, count)
 
 
 @detector("linux-2.6.32", params=LinuxParams, state_words=L_WORDS, builtin=True,

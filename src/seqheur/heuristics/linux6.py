@@ -562,8 +562,11 @@ def async_ra(world, f, row, params, head, order, req):
 
 @njit(nogil=True, _nrt=False)
 def _folio_end(world, f, p, row):
-    """First page after the folio holding cached page ``p``."""
+    """First page after the folio holding page ``p`` (``p + 1`` when a cache smaller than a
+    read-ahead window has already evicted it: the read still copied it)."""
     o = _order_at(world, f, p, row)
+    if o < 0:
+        return p + 1
     return (p >> o << o) + (1 << o)
 
 
@@ -587,6 +590,8 @@ def filemap_read(world, f, row, params, pos, count, isize):
         p = index
         while True:
             o = _order_at(world, f, p, row)
+            if o < 0:  # evicted already by a cache smaller than the window just read
+                break
             head = p >> o << o
             nxt = head + (1 << o)
             if _marked(world, f, head, row):
