@@ -179,7 +179,7 @@ def _ctz(n):
 # stand-in (``world`` None: detect); numba compiles each case apart, the other pruned
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline='always')
 def _order_at(world, f, p, row):
     """The order of the folio holding page ``p``, or -1 when ``p`` is not cached."""
     if p < 0:
@@ -192,12 +192,16 @@ def _order_at(world, f, p, row):
     return C.flags(world.cache, e) >> C.F_ORDER_SHIFT
 
 
-@njit(nogil=True, _nrt=False)
-def _marked(world, f, head, row):
+@njit(nogil=True, _nrt=False, inline='always')
+def _flags_at(world, f, p, row):
+    """The cache flags of page ``p`` (its folio's order, and PG_readahead on a folio's first
+    page), -1 when ``p`` is not cached."""
     if world is None:
-        return row[S_MARK] == head
-    e = C.lookup(world.cache, C.make_key(f, head))
-    return e >= 0 and (C.flags(world.cache, e) & C.F_RAM) != 0
+        if row[S_LO] <= p and p < row[S_HI]:
+            return C.F_RAM if row[S_MARK] == p else 0
+        return -1
+    e = C.lookup(world.cache, C.make_key(f, p))
+    return C.flags(world.cache, e) if e >= 0 else -1
 
 
 @njit(nogil=True, _nrt=False)
@@ -241,7 +245,7 @@ def _insert_folio(world, f, index, order, marked, row):
                        fl | (C.F_RAM if marked and k == 0 else 0), world.ctr, req)
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline='always')
 def _emit(world, f, lo, hi, sync):
     """One disk read of the newly added pages [lo, hi)."""
     if world is None or hi <= lo:
@@ -259,7 +263,7 @@ def _emit(world, f, lo, hi, sync):
 # order >= 6 when the region's first page is in one, and the root is at level XA_TOP.
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline='always')
 def _slot(world, f, shift, base, k, row):
     """What slot ``k`` of node (shift, base) holds: -1 nothing, -2 a node below, else the slot
     of the entry (itself, or the canonical slot a sibling points to)."""
@@ -293,10 +297,11 @@ def _descend(world, f, shift, base, offset, index, row):
 
 @njit(nogil=True, _nrt=False)
 def _walk_load(world, f, index, row):
-    """``xas_load`` from the root: descends to ``index`` and resolves a sibling to its
-    canonical slot (the index stays as asked). Returns (shift, base, offset, present)."""
-    shift = XA_TOP
-    base = 0
+    """``xas_load``: descends to ``index`` and resolves a sibling to its canonical slot (the
+    index stays as asked). Returns (shift, base, offset, present). The levels above 6 only
+    ever hold nodes here, so the descent starts at the level-6 node of ``index``."""
+    shift = XA_SHIFT
+    base = index >> (2 * XA_SHIFT) << (2 * XA_SHIFT)
     while True:
         k = (index >> shift) & 63
         r = _slot(world, f, shift, base, k, row)
@@ -383,7 +388,7 @@ def prev_miss(world, f, index, max_scan, row):
 # read-ahead
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline='always')
 def _act(world, f, kind, start, count, mark, row):
     """Record a read-ahead action with the ra state after it (replay only)."""
     if world is not None:
@@ -391,7 +396,7 @@ def _act(world, f, kind, start, count, mark, row):
                       row[S_SIZE], row[S_ASYNC], row[S_ORDER])
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline='always')
 def _eof_page(world):
     """The last page of the file (``(i_size - 1) >> 12``), -1 for an empty file; a large
     number when the size is unknown."""
@@ -561,16 +566,6 @@ def async_ra(world, f, row, params, head, order, req):
 
 
 @njit(nogil=True, _nrt=False)
-def _folio_end(world, f, p, row):
-    """First page after the folio holding page ``p`` (``p + 1`` when a cache smaller than a
-    read-ahead window has already evicted it: the read still copied it)."""
-    o = _order_at(world, f, p, row)
-    if o < 0:
-        return p + 1
-    return (p >> o << o) + (1 << o)
-
-
-@njit(nogil=True, _nrt=False)
 def filemap_read(world, f, row, params, pos, count, isize):
     """One ``read``/``pread`` of ``count`` bytes at ``pos`` (``isize``: the file size in bytes,
     negative when unknown). Returns the window size (the detector's seqcount)."""
@@ -580,27 +575,36 @@ def filemap_read(world, f, row, params, pos, count, isize):
     last = (end + PAGE - 1) >> PAGE_SHIFT
     while pos < end and (isize < 0 or pos < isize):
         index = pos >> PAGE_SHIFT
-        if _order_at(world, f, index, row) < 0:
+        fl = _flags_at(world, f, index, row)
+        if fl < 0:
             sync_ra(world, f, row, params, index, last - index)
-            if _order_at(world, f, index, row) < 0:
+            fl = _flags_at(world, f, index, row)
+            if fl < 0:
                 _insert_folio(world, f, index, 0, False, row)
                 _emit(world, f, index, index + 1, True)
                 _act(world, f, R.ACT_PAGE, index, 1, -1, row)
-        # the batch: consecutive folios up to page last - 1, ending at a hole or a mark
+                fl = _flags_at(world, f, index, row)
+        # the batch: consecutive folios up to page last - 1, ending at a hole or a mark (one
+        # cache lookup a folio: its first page carries the order and the mark)
         p = index
-        while True:
-            o = _order_at(world, f, p, row)
-            if o < 0:  # evicted already by a cache smaller than the window just read
-                break
+        stop = index + 1  # a page a cache smaller than the window has evicted: still copied
+        while fl >= 0:
+            o = fl >> C.F_ORDER_SHIFT
             head = p >> o << o
+            if head != p:  # the request starts inside a folio: its first page has the mark
+                fl = _flags_at(world, f, head, row)
+                if fl < 0:
+                    break
             nxt = head + (1 << o)
-            if _marked(world, f, head, row):
+            stop = nxt
+            if fl & C.F_RAM:
                 async_ra(world, f, row, params, head, o, last - head)
                 break
-            if nxt > last - 1 or _order_at(world, f, nxt, row) < 0:
+            if nxt > last - 1:
                 break
             p = nxt
-        stop = _folio_end(world, f, p, row) << PAGE_SHIFT
+            fl = _flags_at(world, f, p, row)
+        stop <<= PAGE_SHIFT
         if stop > end:
             stop = end
         if isize >= 0 and stop > isize:
