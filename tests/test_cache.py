@@ -199,3 +199,21 @@ def test_none_policy_equals_libcachesim_lru(tmp_path_factory, cap_blocks, bsize,
     assert r["demand_blocks"] == len(blocks)
     assert r["misses"] == want
     assert r["prefetched"] == 0
+
+
+def test_any_resident_equals_a_block_by_block_search():
+    import numpy as np
+
+    from seqheur import cache as C
+
+    rng = np.random.default_rng(5)
+    c = C.new_cache(64 * 4096, 4096)  # 64 blocks: inserts evict, chunks die and come back
+    for b in rng.integers(0, 200, 400):
+        key = C.make_key(3, int(b))
+        if C.lookup(c, key) < 0:
+            C.insert(c, key, 0, 1)
+    for _ in range(300):
+        lo, n = int(rng.integers(0, 220)), int(rng.integers(1, 70))
+        want = any(C.lookup(c, C.make_key(3, b)) >= 0 for b in range(lo, lo + n))
+        assert C.any_resident(c, C.make_key(3, lo), n) == want
+        assert not C.any_resident(c, C.make_key(4, lo), n)  # another file

@@ -288,6 +288,25 @@ def lookup(c: CacheState, key: int) -> int:
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def any_resident(c: CacheState, key: int, n: int) -> bool:
+    """Is any of the ``n`` consecutive keys from ``key`` (consecutive blocks of one file)
+    resident? One hash probe per chunk of 16 blocks, not one per block."""
+    k = key
+    end = key + n
+    while k < end:
+        stop = ((k >> CHUNK_BITS) + 1) << CHUNK_BITS
+        if stop > end:
+            stop = end
+        ch = _chunk_of(c, k)
+        if ch >= 0:
+            for j in range(k & (CHUNK - 1), ((stop - 1) & (CHUNK - 1)) + 1):
+                if c.slot[ch, j] > 0:
+                    return True
+        k = stop
+    return False
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def _set_slot(c: CacheState, key: int, v: int) -> None:
     """Set the slot of ``key``, whose chunk exists (e + 1, or -(e + 1) for a ghost)."""
     c.slot[_chunk_of(c, key), key & (CHUNK - 1)] = v

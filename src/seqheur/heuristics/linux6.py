@@ -193,15 +193,35 @@ def _order_at(world, f, p, row):
 
 
 @njit(nogil=True, _nrt=False, inline='always')
-def _flags_at(world, f, p, row):
-    """The cache flags of page ``p`` (its folio's order, and PG_readahead on a folio's first
-    page), -1 when ``p`` is not cached."""
+def _find(world, f, p, row):
+    """Page ``p``'s cache entry (the stand-in: 0), -1 when not cached."""
     if world is None:
-        if row[S_LO] <= p and p < row[S_HI]:
-            return C.F_RAM if row[S_MARK] == p else 0
-        return -1
-    e = C.lookup(world.cache, C.make_key(f, p))
-    return C.flags(world.cache, e) if e >= 0 else -1
+        return 0 if row[S_LO] <= p and p < row[S_HI] else -1
+    return C.lookup(world.cache, C.make_key(f, p))
+
+
+@njit(nogil=True, _nrt=False, inline='always')
+def _flags(world, e, p, row):
+    """The cache flags of entry ``e`` (page ``p``): its folio's order, and PG_readahead on a
+    folio's first page."""
+    if world is None:
+        return C.F_RAM if row[S_MARK] == p else 0
+    return C.flags(world.cache, e)
+
+
+@njit(nogil=True, _nrt=False, inline='always')
+def _account(world, f, e, p):
+    """Demand page ``p`` (entry ``e``, -1 if a tiny cache evicted it) reached by the copy: a
+    hit when it was cached before this request, else a miss; LRU touch."""
+    c = world.cache
+    req = world.req
+    if e >= 0 and C.stamp(c, e) != req.stamp:
+        world.ctr.hits += 1
+        req.hit_blocks += 1
+    else:  # read by this request (or already evicted)
+        R.count_miss(c, e, f, p, world.fs, world.ctr, world.lost, req)
+    if e >= 0:
+        R.demand_use(c, e, world.ctr)
 
 
 @njit(nogil=True, _nrt=False)
@@ -215,16 +235,18 @@ def _clear_mark(world, f, head, row):
         C.clear_flag(world.cache, e, C.F_RAM)
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline='always')
 def _overlaps(world, f, index, n, row):
     """Any page of [index, index+n) cached (``filemap_add_folio`` fails with -EEXIST)."""
+    if world is not None:
+        return C.any_resident(world.cache, C.make_key(f, index), n)
     for p in range(index, index + n):
         if _order_at(world, f, p, row) >= 0:
             return True
     return False
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline='always')
 def _insert_folio(world, f, index, order, marked, row):
     """Add the folio [index, index + 2**order) (none of it cached)."""
     n = 1 << order
@@ -408,7 +430,7 @@ def _eof_page(world):
     return (eof - 1) >> PAGE_SHIFT
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline='always')
 def _unbounded(world, f, index, nr, lookahead, row, sync):
     """``do_page_cache_ra``: order-0 pages of [index, index+nr) (clipped at EOF), skipping
     cached ones; page ``index + nr - lookahead`` gets the mark (none when lookahead > nr)."""
@@ -573,37 +595,52 @@ def filemap_read(world, f, row, params, pos, count, isize):
         return row[S_SIZE]
     end = pos + count
     last = (end + PAGE - 1) >> PAGE_SHIFT
+    d_hi = world.req.d_hi if world is not None else -1  # last demand page (EOF-clipped)
     while pos < end and (isize < 0 or pos < isize):
         index = pos >> PAGE_SHIFT
-        fl = _flags_at(world, f, index, row)
-        if fl < 0:
+        e = _find(world, f, index, row)
+        if e < 0:
             sync_ra(world, f, row, params, index, last - index)
-            fl = _flags_at(world, f, index, row)
-            if fl < 0:
+            e = _find(world, f, index, row)
+            if e < 0:
                 _insert_folio(world, f, index, 0, False, row)
                 _emit(world, f, index, index + 1, True)
                 _act(world, f, R.ACT_PAGE, index, 1, -1, row)
-                fl = _flags_at(world, f, index, row)
-        # the batch: consecutive folios up to page last - 1, ending at a hole or a mark (one
-        # cache lookup a folio: its first page carries the order and the mark)
+                e = _find(world, f, index, row)
+        # the batch: consecutive folios up to page last - 1, ending at a hole or a mark (the
+        # first page of a folio carries its order and mark); its demand pages are accounted
+        # as the copy reaches them, with the same cache lookups
         p = index
         stop = index + 1  # a page a cache smaller than the window has evicted: still copied
-        while fl >= 0:
+        done = index  # demand pages below this one are accounted
+        while e >= 0:
+            fl = _flags(world, e, p, row)
             o = fl >> C.F_ORDER_SHIFT
             head = p >> o << o
             if head != p:  # the request starts inside a folio: its first page has the mark
-                fl = _flags_at(world, f, head, row)
-                if fl < 0:
+                he = _find(world, f, head, row)
+                if he < 0:
                     break
+                fl = _flags(world, he, head, row)
             nxt = head + (1 << o)
             stop = nxt
+            if world is not None and p <= d_hi:
+                _account(world, f, e, p)
+                done = p + 1
+                while done < nxt and done <= d_hi:
+                    _account(world, f, _find(world, f, done, row), done)
+                    done += 1
             if fl & C.F_RAM:
                 async_ra(world, f, row, params, head, o, last - head)
                 break
             if nxt > last - 1:
                 break
             p = nxt
-            fl = _flags_at(world, f, p, row)
+            e = _find(world, f, p, row)
+        if world is not None:
+            while done < stop and done <= d_hi:  # pages evicted before the copy reached them
+                _account(world, f, _find(world, f, done, row), done)
+                done += 1
         stop <<= PAGE_SHIFT
         if stop > end:
             stop = end
@@ -637,16 +674,6 @@ def serve_6(world, row, params, f, off, cnt, t, seq, fresh, stamp):
         req.eof_bytes = eof_bytes
         req.eof_blk = (eof_bytes + PAGE - 1) >> PAGE_SHIFT if eof_bytes >= 0 else -1
         filemap_read(world, f, row, params, off, cnt, eof_bytes)
-        c = world.cache
-        for p in range(d_lo, d_hi + 1):
-            e = C.lookup(c, C.make_key(f, p))
-            if e >= 0 and C.stamp(c, e) != stamp:
-                world.ctr.hits += 1
-                req.hit_blocks += 1
-            else:  # read by this request (or already evicted by a tiny cache)
-                R.count_miss(c, e, f, p, fs, world.ctr, world.lost, req)
-            if e >= 0:
-                R.demand_use(c, e, world.ctr)
     R.end_request(f, off, n, fs, req)
     return window(row)
 
