@@ -26,7 +26,8 @@ offset[: n // 2] = np.arange(n // 2) * 8192 % (1 << 20)  # a sequential run firs
 s = seqheur.ReadStream.from_arrays(file, offset, 8192)
 out = {}
 for det, pol in (("freebsd4", "auto"), ("slowdown", "fixed:4"), ("cursor", "none"),
-                 ("freebsd", "auto"), ("linux-3.12", "auto"), ("zfetch", "freebsd-cluster")):
+                 ("freebsd", "auto"), ("linux-3.12", "auto"), ("zfetch", "freebsd-cluster"),
+                 ("linux-6", "auto"), ("linux-2.6.32:caller=read", "auto")):
     r = seqheur.replay(s, det, "nfsheur:16x2", pol, cache="256KiB")
     d = seqheur.detect(s, det, "raparms")
     out[det] = {"summary": r.to_dict(), "requests": r.requests.to_dicts(),
