@@ -100,6 +100,9 @@ def test_nfsv41_compounds(shared_dir: Path) -> None:
     ops = set(table.column("op").to_pylist())
     assert {"read", "write", "getattr", "lookup", "open", "close"} <= ops
     assert rep.extra["rpc_programs"].get("nfs4_callback", 0) >= 1
+    # EXCHANGE_ID, CREATE_SESSION, DESTROY_SESSION, SECINFO_NO_NAME, DESTROY_CLIENTID and
+    # RECLAIM_COMPLETE are decoded: a clean v4.1 capture has no unknown op
+    assert rep.extra["nfs4_unknown_ops"] == 0
 
 
 def test_ip_fragments_and_retransmissions(shared_dir: Path) -> None:
@@ -535,3 +538,30 @@ def test_pcapng_extreme_timestamp_resolution(tmp_path: Path, tsresol: int) -> No
     p.write_bytes(data)
     table, rep = read_pcap(p)
     assert table.num_rows == 1 and rep.records_total == 1
+
+
+def test_nfsv41_session_ops_are_stepped_over(tmp_path: Path) -> None:
+    """A COMPOUND of the v4.1 session set-up ops before SEQUENCE, PUTFH, READ: every op's
+    arguments are skipped exactly, so the READ after them is found and none is unknown."""
+    u32, opq = S.u32, S.opaque
+    exchange_id = (u32(42) + b"V" * 8 + opq(b"client-owner") + u32(0x1)
+                   + u32(1) + u32(2) + u32(7) + u32(0) + u32(1) + u32(3)  # SP4_MACH_CRED
+                   + u32(1) + opq(b"kernel.org") + opq(b"Linux 6.18") + b"\0" * 12)
+    chan = u32(0) + u32(1 << 20) * 2 + u32(4096) + u32(8) + u32(64) + u32(0)
+    create_session = (u32(43) + b"C" * 8 + u32(1) + u32(3) + chan + chan + u32(0x40000000)
+                      + u32(2) + u32(1) + u32(0) + opq(b"host") + u32(0) + u32(0)
+                      + u32(2) + u32(1) + u32(2) + u32(0))
+    rest = (u32(58) + u32(0) + u32(52) + u32(0) + u32(53) + b"S" * 16 + u32(1) * 4
+            + u32(22) + opq(b"F" * 28) + u32(25) + b"\0" * 16 + S.u64(81920) + u32(8192))
+    args = opq(b"setup") + u32(1) + u32(7) + exchange_id + create_session + rest
+
+    def build(cap):
+        c = S.Conversation(cap, "tcp", CLIENT, SERVER)
+        c.handshake()
+        c.send(0, S.rpc_call(5, 100003, 4, 1, args))
+
+    table, rep = read_pcap(_write(tmp_path, build))
+    read = [r for r in _plain(table).to_pylist() if r["op"] == "read"]
+    assert len(read) == 1 and (read[0]["offset"], read[0]["count"]) == (81920, 8192)
+    assert read[0]["fh"] == b"F" * 28 and read[0]["minor"] == 1
+    assert rep.extra["nfs4_unknown_ops"] == 0

@@ -53,10 +53,12 @@ def _refresh_kernel_cache() -> None:
     cache = here / "__pycache__"
     stamp = cache / "seqheur-kernels.stamp"
     try:
-        if stamp.read_text() == digest:
+        if stamp.is_file() and stamp.read_text() == digest:
             return
+        # no stamp yet (a first run, or caches written before stamps existed): refresh too
         for f in list(cache.glob("*.nbi")) + list(cache.glob("*.nbc")):
             f.unlink(missing_ok=True)
+        cache.mkdir(exist_ok=True)
         stamp.write_text(digest)
     except OSError:  # read-only install: numba then caches elsewhere or not at all
         pass

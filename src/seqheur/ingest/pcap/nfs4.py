@@ -57,6 +57,116 @@ def owner(src, md, p):
 
 
 @njit(**NJ)
+def opaques(src, md, p, maxcount):
+    """An XDR array of opaques (``sec_oid4<>``)."""
+    n = u32(src, md, p)
+    if n < 0 or n > maxcount:
+        return -1
+    p += 4
+    for _ in range(n):
+        p = opaque(src, md, p, 1024)
+        if p < 0:
+            return -1
+    return p
+
+
+@njit(**NJ)
+def impl_id(src, md, p):
+    """``nfs_impl_id4<1>``: domain, name, date (nfstime4)."""
+    n = u32(src, md, p)
+    if n == 0:
+        return p + 4
+    if n != 1:
+        return -1
+    p = opaque(src, md, p + 4, 1024)
+    if p >= 0:
+        p = opaque(src, md, p, 1024)
+    return p + 12 if p >= 0 else -1
+
+
+@njit(**NJ)
+def exchange_id_args(src, md, p):
+    """EXCHANGE_ID4args (RFC 8881 18.35): client owner (verifier, id), flags, state
+    protection (none, machine credentials: two bitmaps, SSV: two bitmaps, two oid arrays, two
+    counts), implementation id."""
+    p = opaque(src, md, p + 8, 1024)
+    if p < 0:
+        return -1
+    how = u32(src, md, p + 4)
+    p += 8
+    if how == 1 or how == 2:
+        p = bitmap(src, md, p)
+        if p >= 0:
+            p = bitmap(src, md, p)
+        if how == 2 and p >= 0:
+            p = opaques(src, md, p, 64)
+            if p >= 0:
+                p = opaques(src, md, p, 64)
+            if p >= 0:
+                p += 8
+    elif how != 0:
+        return -1
+    return impl_id(src, md, p) if p >= 0 else -1
+
+
+@njit(**NJ)
+def channel_attrs(src, md, p):
+    """channel_attrs4: six counts and ``ca_rdma_ird<1>``."""
+    n = u32(src, md, p + 24)
+    if n < 0 or n > 1:
+        return -1
+    return p + 28 + 4 * n
+
+
+@njit(**NJ)
+def create_session_args(src, md, p):
+    """CREATE_SESSION4args (RFC 8881 18.36): client id, sequence id, flags, fore and back
+    channel attributes, callback program, callback security parameters (AUTH_NONE, AUTH_SYS,
+    RPCSEC_GSS handles)."""
+    p = channel_attrs(src, md, p + 16)
+    if p >= 0:
+        p = channel_attrs(src, md, p)
+    if p < 0:
+        return -1
+    n = u32(src, md, p + 4)
+    if n < 0 or n > 16:
+        return -1
+    p += 8
+    for _ in range(n):
+        flavor = u32(src, md, p)
+        p += 4
+        if flavor == 1:  # authsys_parms: stamp, machine name, uid, gid, gids<16>
+            p = opaque(src, md, p + 4, 255)
+            if p < 0:
+                return -1
+            g = u32(src, md, p + 8)
+            if g < 0 or g > 16:
+                return -1
+            p += 12 + 4 * g
+        elif flavor == 6:  # gss_cb_handles4: service, two handles
+            p = opaque(src, md, p + 4, 1024)
+            if p >= 0:
+                p = opaque(src, md, p, 1024)
+            if p < 0:
+                return -1
+        elif flavor != 0:
+            return -1
+    return p
+
+
+@njit(**NJ)
+def netloc(src, md, p):
+    """netloc4 (RFC 7862): a name or URL string, or a netaddr4 (netid, address)."""
+    t = u32(src, md, p)
+    if t == 1 or t == 2:
+        return opaque(src, md, p + 4, 1024)
+    if t == 3:
+        p = opaque(src, md, p + 4, 1024)
+        return opaque(src, md, p, 1024) if p >= 0 else -1
+    return -1
+
+
+@njit(**NJ)
 def fattr4_size(src, md, p):
     """Size attribute of a fattr4 at p, or -1 if it is absent."""
     nw = u32(src, md, p)
@@ -293,6 +403,39 @@ def nfs4_call(src, md, p, rows, r0, fh, ctr, pend, e):
             p = owner(src, md, p)
         elif op == 41:
             p += 24
+        elif op == 42:
+            p = exchange_id_args(src, md, p)
+        elif op == 43:
+            p = create_session_args(src, md, p)
+        elif op == 44 or op == 45 or op == 66 or op == 67:  # session id, stateid
+            p += 16
+        elif op == 46:  # GET_DIR_DELEGATION: signal, bitmap, two delays, two bitmaps
+            p = bitmap(src, md, p + 4)
+            if p >= 0:
+                p = bitmap(src, md, p + 24)
+            if p >= 0:
+                p = bitmap(src, md, p)
+        elif op == 52 or op == 58:  # SECINFO_NO_NAME style, RECLAIM_COMPLETE one_fs
+            p += 4
+        elif op == 57:  # DESTROY_CLIENTID
+            p += 8
+        elif op == 60:  # COPY: two stateids, offsets, length, two bools, source servers<>
+            n = u32(src, md, p + 2 * STATEID + 32)
+            p += 2 * STATEID + 36
+            if n < 0 or n > 64:
+                p = -1
+            for _ in range(max(n, 0)):
+                if p >= 0:
+                    p = netloc(src, md, p)
+        elif op == 61:  # COPY_NOTIFY: stateid, destination server
+            p = netloc(src, md, p + STATEID)
+        elif op == 64:  # LAYOUTERROR: offset, length, stateid, device_error4<>
+            n = u32(src, md, p + 16 + STATEID)
+            p = -1 if n < 0 or n > 4096 else p + 20 + STATEID + 24 * n
+        elif op == 65:  # LAYOUTSTATS: offset, length, stateid, two io_info4, deviceid, update
+            p = opaque(src, md, p + 16 + STATEID + 32 + 16 + 4, MAXOPAQUE)
+        elif op == 70:  # WRITE_SAME: stateid, stable, app_data_block4
+            p = opaque(src, md, p + STATEID + 4 + 44, MAXOPAQUE)
         elif op == 47:
             p = bitmap(src, md, p + 24)
         elif op == 48:
