@@ -189,7 +189,31 @@ def open_text(path: PathLike, encoding: str = "utf-8", errors: str = "replace") 
     return io.TextIOWrapper(open_input(path), encoding=encoding, errors=errors, newline="")
 
 
+def decompression_errors() -> tuple[type[BaseException], ...]:
+    """What a damaged or cut compressed stream raises while it is read (gzip: EOFError or
+    BadGzipFile, an OSError; xz: LZMAError; zstd: ZstdError)."""
+    errs: tuple[type[BaseException], ...] = (EOFError, OSError, lzma.LZMAError)
+    try:
+        import zstandard
+
+        errs += (zstandard.ZstdError,)
+    except ImportError:  # pragma: no cover - a dependency
+        pass
+    return errs
+
+
 def peek_input(path: PathLike, n: int = 4096) -> bytes:
-    """The first ``n`` decompressed bytes of a trace (for format sniffing)."""
+    """The first ``n`` decompressed bytes of a trace (for format sniffing); of a damaged or
+    cut compressed stream, what decompressed before the damage (the reader then says where it
+    stopped)."""
+    out = bytearray()
     with open_input(path) as f:
-        return f.read(n)
+        try:
+            while len(out) < n:
+                chunk = f.read1(n - len(out)) if hasattr(f, "read1") else f.read(n - len(out))
+                if not chunk:
+                    break
+                out += chunk
+        except decompression_errors():
+            pass
+    return bytes(out)

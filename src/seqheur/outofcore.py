@@ -42,9 +42,29 @@ def dataset_chunks(path: str | os.PathLike[str], chunk_rows: int = 1 << 22
     return file_ids, sizes, scan_reads(parts(), chunk_rows=chunk_rows, file_ids=file_ids)
 
 
+def attribute_sizes(path: str | os.PathLike[str], file_ids: np.ndarray,
+                    observed: np.ndarray) -> tuple[np.ndarray, str]:
+    """File sizes from the dataset's reply attributes (a third pass reading two columns of
+    every row), at least what is read; observed where a file has none. Returns (sizes, where
+    they came from), as :func:`seqheur.replay.file_sizes_for` does for one trace."""
+    from .ingest.dataset import scan_dataset
+    from .streams import attribute_file_sizes
+
+    attrs = np.full(len(file_ids), -1, np.int64)
+    for table in scan_dataset(path, columns=["time", "file_id", "file_size"]):
+        attrs = np.maximum(attrs, attribute_file_sizes(table, file_ids))
+    known = attrs >= 0
+    if not known.any():
+        return observed, "observed"
+    sizes = np.where(known, np.maximum(attrs, observed), observed)
+    return sizes, "attributes" if known.all() else "attributes+observed"
+
+
 def replay_dataset(path: str | os.PathLike[str], chunk_rows: int = 1 << 22, **kw: Any):
-    """Replay a dataset chunk by chunk (keyword arguments as :func:`seqheur.replay.replay`)."""
+    """Replay a dataset chunk by chunk (keyword arguments as :func:`seqheur.replay.replay`;
+    file sizes from the reply attributes where the dataset has them)."""
     from .replay import replay_chunks
 
-    file_ids, sizes, chunks = dataset_chunks(path, chunk_rows)
-    return replay_chunks(chunks, file_sizes=sizes, **kw)
+    file_ids, observed, chunks = dataset_chunks(path, chunk_rows)
+    sizes, source = attribute_sizes(path, file_ids, observed)
+    return replay_chunks(chunks, file_sizes=sizes, size_source=source, **kw)

@@ -556,11 +556,13 @@ def replay_chunks(chunks: Iterable[ReadStream], detector: Any = DEFAULT.detector
                   reorder_window: int = DEFAULT_REORDER_WINDOW, layout: Any = None,
                   drive_cache: bool = True, per_request: bool = True,
                   clip_eof: bool = True,
-                  requests_to: str | os.PathLike[str] | None = None) -> ReplayResult:
+                  requests_to: str | os.PathLike[str] | None = None,
+                  size_source: str | None = None) -> ReplayResult:
     """Replay consecutive chunks of one trace; equal to :func:`replay` of their concatenation
     given the same ``file_sizes`` (chunks must share the file numbering). With
     ``requests_to`` the per-request columns go to that Parquet file chunk by chunk, so memory
-    stays bounded by the chunk size."""
+    stays bounded by the chunk size. ``size_source``: where ``file_sizes`` came from, for the
+    summary (default ``given``)."""
     rp: Replayer | None = None
     try:
         for chunk in chunks:
@@ -569,7 +571,8 @@ def replay_chunks(chunks: Iterable[ReadStream], detector: Any = DEFAULT.detector
                               cache=cache, profile=profile, file_sizes=file_sizes,
                               reorder_window=reorder_window, layout=layout,
                               drive_cache=drive_cache, per_request=per_request,
-                              clip_eof=clip_eof, requests_to=requests_to)
+                              clip_eof=clip_eof, requests_to=requests_to,
+                              size_source=size_source)
             rp.feed(chunk)
             del chunk  # not alive while the next one is read
         if rp is None:

@@ -43,6 +43,16 @@ def sniff_format(path: str | os.PathLike[str]) -> str:
     if p.stat().st_size == 0:
         raise IngestError(p, "is empty (zero bytes)")
     head = peek_input(p, 8192)
+    if not head:
+        from ..io import sniff_compression
+
+        with open(p, "rb") as fh:
+            kind = sniff_compression(fh.read(8))
+        raise IngestError(p, f"is empty (0 bytes after {kind} decompression)" if kind else
+                          "is empty")
+    if len(head) < 24 and head[:4] in _CAPTURE_MAGIC:
+        raise IngestError(p, f"a capture cut short in its file header ({len(head)} of "
+                             f"{'at least 28' if head[:4] == _PCAPNG_MAGIC else 24} bytes)")
     for fmt, (mod_name, _, *sniffer) in FORMATS.items():
         try:
             mod = importlib.import_module(f".{mod_name}", __name__)
@@ -53,6 +63,12 @@ def sniff_format(path: str | os.PathLike[str]) -> str:
             return fmt
     raise IngestError(p, "unrecognised trace format (expected pcap/pcapng, nfsdump text, "
                          "Parquet or CSV with columns time,file,offset,count)")
+
+
+_PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+# pcap (either byte order, microsecond or nanosecond) and pcapng section header magics
+_CAPTURE_MAGIC = {b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
+                  b"\xa1\xb2\x3c\x4d", _PCAPNG_MAGIC}
 
 
 def read_trace(path: str | os.PathLike[str], format: str | None = None,

@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import IngestError
-from ..io import open_input, peek_input
+from ..io import decompression_errors, open_input, peek_input
 from ..schema import (IngestReport, build_request_table, concat_request_tables, crc32_of,
                       empty_request_table, file_id_of)
 from . import _nfsdump_kernel as K
@@ -306,7 +306,7 @@ class _Parser:
                 rest = end - pos
                 if rest:
                     buf[:rest] = buf[pos:end]
-                got = f.readinto(memoryview(buf)[rest:])
+                got = self._fill(f, memoryview(buf)[rest:])
                 self.bytes_read += got
                 end = rest + got
                 pos = 0
@@ -321,11 +321,33 @@ class _Parser:
             self.counters[K.C_SHORT])
         self.counters[:] = 0
 
+    def _fill(self, f: Any, view: memoryview) -> int:
+        """Read into ``view``; of a damaged or cut compressed stream keep every line decoded
+        before the damage and record where and why reading stopped (the rest is unknown)."""
+        read = getattr(f, "readinto1", None) or f.readinto
+        total = 0
+        while total < len(view):
+            try:
+                got = read(view[total:])
+            except decompression_errors() as exc:
+                if "stopped" not in self.report.extra:
+                    self.report.extra["stopped"] = f"decompression stopped: {exc}"
+                    self.report.extra["stopped_at_byte"] = self.bytes_read + total
+                    self.report.extra["bytes_unread"] = None
+                break
+            if not got:
+                break
+            total += got
+            if not getattr(f, "readinto1", None):
+                break
+        return total
+
     def _discard_line(self, f: Any, size: int) -> bytes | None:
         """Read on to the end of the current (overlong) line; the bytes after it (fewer than
         ``size``), or None at end of input."""
         while True:
-            data = f.read(size)
+            view = memoryview(bytearray(size))
+            data = bytes(view[:self._fill(f, view)])
             self.bytes_read += len(data)
             if not data:
                 return None

@@ -503,15 +503,25 @@ _DECOMPRESS_ERRORS = _decompress_errors()
 
 
 def _readinto(f: IO[bytes], buf: np.ndarray, at: int, dec: "Decoder") -> int:
-    try:
-        got = f.readinto(memoryview(buf)[at:])  # type: ignore[attr-defined]
-    except (*_DECOMPRESS_ERRORS, gzip.BadGzipFile) as exc:
-        # a damaged or cut compressed stream: what was decoded before stands
-        dec.stop_reason = dec.stop_reason or f"decompression stopped: {exc}"
-        return 0
-    except OSError as exc:
-        raise IngestError(dec.path, f"read failed: {exc}") from exc
-    return int(got or 0)
+    """Fill ``buf[at:]``; of a damaged or cut compressed stream, keep every byte decoded
+    before the damage (``readinto1`` hands over each decompressed piece, where one large
+    ``readinto`` would drop the whole call's data on the error)."""
+    view = memoryview(buf)[at:]
+    read = getattr(f, "readinto1", None) or f.readinto  # type: ignore[attr-defined]
+    total = 0
+    while total < len(view):
+        try:
+            got = read(view[total:])
+        except (*_DECOMPRESS_ERRORS, gzip.BadGzipFile) as exc:
+            # a damaged or cut compressed stream: what was decoded before stands
+            dec.stop_reason = dec.stop_reason or f"decompression stopped: {exc}"
+            return total
+        except OSError as exc:
+            raise IngestError(dec.path, f"read failed: {exc}") from exc
+        if not got:
+            break
+        total += got
+    return total
 
 
 def _addr(raw: bytes, port: int) -> str:
