@@ -190,9 +190,13 @@ def open_text(path: PathLike, encoding: str = "utf-8", errors: str = "replace") 
 
 
 def decompression_errors() -> tuple[type[BaseException], ...]:
-    """What a damaged or cut compressed stream raises while it is read (gzip: EOFError or
-    BadGzipFile, an OSError; xz: LZMAError; zstd: ZstdError)."""
-    errs: tuple[type[BaseException], ...] = (EOFError, OSError, lzma.LZMAError)
+    """What a damaged or cut compressed stream raises while it is read (gzip: EOFError,
+    BadGzipFile or zlib.error; xz: LZMAError; zstd: ZstdError); other OSErrors are real
+    read failures."""
+    import zlib
+
+    errs: tuple[type[BaseException], ...] = (EOFError, gzip.BadGzipFile, zlib.error,
+                                             lzma.LZMAError)
     try:
         import zstandard
 

@@ -7,14 +7,11 @@ as Arrow batches once their reply is in (or can no longer come: WINDOW_NS of cap
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import io
 import ipaddress
-import lzma
 import mmap
 import os
-import zlib
 from pathlib import Path
 from typing import IO, Iterator
 
@@ -22,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...errors import IngestError
-from ...io import open_input
+from ...io import decompression_errors, open_input
 from ...schema import IngestReport, build_request_table
 from . import container as ct
 from ._layout import (C_CALLS, C_FRAG_DATAGRAMS, C_GSS_CONTROL, C_GSS_PRIVACY, C_MATCHED,
@@ -488,18 +485,7 @@ def _enlarge(a: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def _decompress_errors() -> tuple[type[BaseException], ...]:
-    errs: list[type[BaseException]] = [EOFError, lzma.LZMAError, zlib.error]
-    try:
-        import zstandard
-
-        errs.append(zstandard.ZstdError)
-    except ImportError:
-        pass
-    return tuple(errs)
-
-
-_DECOMPRESS_ERRORS = _decompress_errors()
+_DECOMPRESS_ERRORS = decompression_errors()
 
 
 def _readinto(f: IO[bytes], buf: np.ndarray, at: int, dec: "Decoder") -> int:
@@ -512,7 +498,7 @@ def _readinto(f: IO[bytes], buf: np.ndarray, at: int, dec: "Decoder") -> int:
     while total < len(view):
         try:
             got = read(view[total:])
-        except (*_DECOMPRESS_ERRORS, gzip.BadGzipFile) as exc:
+        except _DECOMPRESS_ERRORS as exc:
             # a damaged or cut compressed stream: what was decoded before stands
             dec.stop_reason = dec.stop_reason or f"decompression stopped: {exc}"
             return total
