@@ -25,7 +25,7 @@ _.showwarning  # commands/disk.py: warnings.showwarning replaced for the command
 _.fildes, _.opcode  # disk/bench.py: struct iocb fields written for the kernel's AIO
 
 # registration decorators: the class is the registration, not referenced afterwards
-Always, Cursor, Freebsd, Freebsd4, Linux2632, Linux312, Never, Slowdown, Zfetch
+Always, Cursor, Freebsd, Freebsd4, Linux2632, Linux312, Linux6, Never, Slowdown, Zfetch
 
 # frozen parameter dataclass fields: read by position (params[k]) in the numba kernels
 min_sec_reap, max_sec_reap, max_reorder  # heuristics/zfetch.py

@@ -96,14 +96,6 @@ P_MAX_ORDER = 3
 P_FADVISE = 4
 FADVISE = ("normal", "sequential", "random")
 
-# read-ahead action kinds (the ``kind`` column of replay's actions)
-A_SYNC = 1  # initial window of a sync read-ahead
-A_ASYNC = 2  # marker hit: the next window
-A_CONTEXT = 3  # sync read-ahead sized by the cached history (context read-ahead)
-A_PLAIN = 4  # small random read: the requested pages only
-A_FORCED = 5  # FMODE_RANDOM or ra_pages 0: the requested pages, chunked
-A_PAGE = 6  # one page read by the copy loop itself (nothing else brought it in)
-
 
 @dataclass(frozen=True)
 class Linux6Params:
