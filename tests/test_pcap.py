@@ -565,3 +565,20 @@ def test_nfsv41_session_ops_are_stepped_over(tmp_path: Path) -> None:
     assert len(read) == 1 and (read[0]["offset"], read[0]["count"]) == (81920, 8192)
     assert read[0]["fh"] == b"F" * 28 and read[0]["minor"] == 1
     assert rep.extra["nfs4_unknown_ops"] == 0
+
+
+def test_skipped_frames_come_with_examples(tmp_path: Path) -> None:
+    """As nfsdump ingest shows the first lines it skipped, pcap ingest names the first frames
+    skipped for each reason (frame numbers count from 1), in the human output and the JSON."""
+    def build(cap):
+        c = S.Conversation(cap, "udp", CLIENT, SERVER)
+        c.send(0, S.rpc_call(1, 100003, 3, 6, S.nfs3_read_call(b"F" * 32, 0, 100)))
+        # frame 2: an Ethernet frame of IPv4 cut inside its IP header
+        cap.frame(5_000_000, b"\x00" * 12 + b"\x08\x00" + b"\x45" + b"\x00" * 9)
+        c.send(1, S.rpc_reply(1, S.nfs3_read_reply(b"x" * 100, True, 100)))
+
+    table, rep = read_pcap(_write(tmp_path, build))
+    assert rep.skipped and rep.examples
+    frame, reason, _ = rep.examples[0]
+    assert frame == 2 and reason in rep.skipped
+    assert rep.to_dict()["skipped_examples"][0]["record"] == 2

@@ -63,8 +63,12 @@ def _refresh_kernel_cache() -> None:
 
 _refresh_kernel_cache()
 
-from ._kernel import (expire, fnv_rehash, gather_fh, headroom_units, process,  # noqa: E402
-                      settle, shift_rows)
+from ._kernel import (expire, fnv_rehash, gather_fh, headroom_units, note_skip,  # noqa: E402
+                      process, settle, shift_rows)
+
+# skip reasons of frames that carry no NFS by nature (pure ACKs, other protocols): not worth
+# an example
+_NO_EXAMPLE = frozenset({"tcp_no_payload", "not_ip", "not_tcp_udp", "udp_not_rpc"})
 from .tcp import compact_ooo, drain  # noqa: E402
 
 CHUNK = 8 << 20
@@ -104,6 +108,9 @@ class Decoder:
         self.jt = np.zeros((1 << 16, 2), np.int64)
         self.fh = np.zeros(HR_FH * 2, np.uint8)
         self.ctr = np.zeros(NCTR, np.int64)
+        # the first frames skipped for each reason (frame numbers, -1 unused): the report's
+        # examples, as nfsdump's show the first lines skipped
+        self.examples = np.full((len(SKIP_NAMES), 3), -1, np.int64)
         self.ctr[C_SLOTTOP] = nslot
         self.ctr[C_LASTB] = -1  # no cached flow yet
 
@@ -227,8 +234,8 @@ class Decoder:
                 return pos, why
 
     def _corrupt(self) -> None:
-        self.ctr[S_CORRUPT] += 1
         self.frames += 1
+        note_skip(self.ctr, self.examples, S_CORRUPT, self.frames)
         self.stop_reason = (f"frame {self.frames}: record header makes no sense (impossible "
                             "length); stopped reading there")
 
@@ -241,7 +248,7 @@ class Decoder:
 
     def _cut(self, rest: int) -> None:
         self.frames += 1
-        self.ctr[S_TRUNCREC] += 1
+        note_skip(self.ctr, self.examples, S_TRUNCREC, self.frames)
         cut = f"frame {self.frames}: cut short by the end of the file ({rest} bytes of it present)"
         self.stop_reason = f"{self.stop_reason}; {cut}" if self.stop_reason else cut
 
@@ -323,7 +330,7 @@ class Decoder:
         i = 0
         while i < n:
             fkey, fhash, fmeta, fbuf, fmap, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr = self._tuples()
-            i = process(buf, foff, fcap, flink, fts, i, n, self.frames, fkey, fhash, fmeta, fbuf, fmap, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr)
+            i = process(buf, foff, fcap, flink, fts, i, n, self.frames, fkey, fhash, fmeta, fbuf, fmap, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr, self.examples)
             if i < n:
                 self._grow()
 
@@ -437,6 +444,10 @@ class Decoder:
             v = int(c[C_SKIP0 + i])
             if v:
                 rep.skip(name, n=v)
+        for frame, i in sorted((int(f), i) for i, row in enumerate(self.examples)
+                               for f in row if f >= 0 and SKIP_NAMES[i] not in _NO_EXAMPLE):
+            if len(rep.examples) < rep.MAX_EXAMPLES:
+                rep.examples.append((frame, SKIP_NAMES[i], ""))
         rep.calls = int(c[C_CALLS])
         rep.replies = int(c[C_REPLIES])
         rep.matched = int(c[C_MATCHED])

@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit
 
 from . import container as ct
-from ._layout import (C_DEFERRED, C_NFH, C_NFLOWS, C_NJOIN, C_NOW, C_NPEND, C_NROWS,
+from ._layout import (C_DEFERRED, C_NFH, C_SKIP0, C_NFLOWS, C_NJOIN, C_NOW, C_NPEND, C_NROWS,
                       C_OOOBYTES, C_OOON, C_ORPHAN_CALLS, C_SLOTTOP, HR_FH, HR_MSGS, HR_ROWS,
                       M_FH, NJ, NJA, P_KEY, P_NROWS, P_PROC, P_PROG, P_ROW0, P_STATE, P_TIME,
                       R_DONE, R_FHLEN, R_FHOFF, R_MASK, S_BADIF, S_CORRUPT)
@@ -28,7 +28,17 @@ def headroom_units(ctr):
 
 
 @njit(**NJ)
-def process(buf, foff, fcap, flink, fts, i0, n, fbase, fkey, fhash, fmeta, fbuf, fmap, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr):
+def note_skip(ctr, examples, code, frame):
+    """Count frame ``frame`` under outcome ``code``; the first few frames skipped for each
+    reason are kept as examples (``examples[reason, k]``, -1 unused)."""
+    k = code - C_SKIP0
+    if 0 <= k < examples.shape[0] and ctr[code] < examples.shape[1]:
+        examples[k, ctr[code]] = frame
+    ctr[code] += 1
+
+
+@njit(**NJ)
+def process(buf, foff, fcap, flink, fts, i0, n, fbase, fkey, fhash, fmeta, fbuf, fmap, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr, examples):
     """Decode frames i0..n-1; returns where it stopped (n, or earlier when a pool is low)."""
     for i in range(i0, n):
         # one frame may release every waiting out-of-order segment too: room for all of them
@@ -43,10 +53,10 @@ def process(buf, foff, fcap, flink, fts, i0, n, fbase, fkey, fhash, fmeta, fbuf,
             return i
         lk = flink[i]
         if lk == ct.LINK_BAD_IF:
-            ctr[S_BADIF] += 1
+            note_skip(ctr, examples, S_BADIF, fbase + i + 1)
             continue
         if lk == ct.LINK_CORRUPT:
-            ctr[S_CORRUPT] += 1
+            note_skip(ctr, examples, S_CORRUPT, fbase + i + 1)
             continue
         ts = fts[i]
         if ts > ctr[C_NOW]:
@@ -84,7 +94,7 @@ def process(buf, foff, fcap, flink, fts, i0, n, fbase, fkey, fhash, fmeta, fbuf,
         if code == -2:
             code = frame_outcome(buf, off, cl, lk, fbase + i + 1, ts, fkey, fhash, fmeta, fbuf, fmap, fst, slots, slot_free, lin, ooo, opool, md, rows, pend, jt, fh, ctr)
         if code >= 0 and code != C_DEFERRED:
-            ctr[code] += 1
+            note_skip(ctr, examples, code, fbase + i + 1)
     return n
 
 
