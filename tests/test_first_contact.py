@@ -91,3 +91,16 @@ def test_a_table_filtered_with_polars_and_written_back_is_conformed(tmp_path):
     r = cli("stats", back, "--json")
     assert r.returncode == 0, r.stderr
     assert seqheur.replay(back)["misses"] == seqheur.replay(t)["misses"]
+
+
+def test_every_verb_reading_a_damaged_trace_says_so_and_global_strict_fails(tmp_path):
+    """replay/stats read traces too: a loss is a WARNING there as well, never silent, and
+    `seqheur --strict VERB` exits 1 on it."""
+    damaged = Path(__file__).resolve().parent / "data" / "damaged" / "cut.txt.gz"
+    r = cli("replay", damaged, "--profile", "none")
+    assert r.returncode == 0 and "WARNING" in r.stderr and "reading stopped at byte" in r.stderr
+    assert "skipped 1 truncated" in r.stderr
+    s = cli("--strict", "stats", damaged)
+    assert s.returncode == 1 and "--strict" in s.stderr
+    clean = cli("--strict", "stats", DEMO)
+    assert clean.returncode == 0 and "WARNING" not in clean.stderr

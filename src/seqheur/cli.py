@@ -17,8 +17,30 @@ from .errors import SeqheurError
 
 class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
+        import warnings
+
+        from .errors import TraceLossWarning
+
+        losses: list[str] = []
+        show = warnings.showwarning
+
+        def _show(message: Any, category: type, *args: Any, **kwargs: Any) -> None:
+            if issubclass(category, TraceLossWarning):
+                losses.append(str(message))
+                click.echo(f"WARNING: {message}", err=True)
+            else:
+                show(message, category, *args, **kwargs)
+
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", TraceLossWarning)
+                warnings.showwarning = _show
+                result = super().invoke(ctx)
+            if losses and ctx.params.get("strict"):
+                click.echo("seqheur: error: --strict: the trace was read with losses (see the "
+                           "WARNING above)", err=True)
+                ctx.exit(1)
+            return result
         except SeqheurError as exc:
             click.echo(f"seqheur: error: {exc}", err=True)
             ctx.exit(1)
@@ -29,7 +51,10 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="seqheur")
-def cli() -> None:
+@click.option("--strict", is_flag=True, help="exit 1 when any trace a verb reads was read with "
+              "losses (reading stopped early, records skipped for a reason that loses data); "
+              "the losses are printed as WARNING lines either way")
+def cli(strict: bool) -> None:
     """Evaluate NFS server read-ahead heuristics by replaying real traces.
 
     \b

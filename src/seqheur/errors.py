@@ -40,3 +40,8 @@ class SpecError(SeqheurError):
 
 class ProfileError(SeqheurError):
     """A disk profile is missing, malformed or of an unknown schema version."""
+
+
+class TraceLossWarning(UserWarning):
+    """A trace was read with losses (reading stopped early, records skipped for a reason that
+    loses data). The CLI prints it as a WARNING line; ``seqheur --strict`` makes it exit 1."""

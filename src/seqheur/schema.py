@@ -241,6 +241,37 @@ class IngestReport:
     examples: list[tuple[int, str, str]] = field(default_factory=list)
 
     MAX_EXAMPLES = 20
+    # Skip reasons that lose nothing a replay needs: records that by nature carry no NFS call
+    # or reply (pure ACKs, other protocols, retransmitted copies, blank and diagnostic lines).
+    # Every other reason is data lost.
+    NOT_LOSS = frozenset({"not_ip", "not_tcp_udp", "udp_not_rpc", "tcp_no_payload",
+                          "tcp_retransmission", "blank_line", "diagnostic_line"})
+
+    def lost(self) -> dict[str, int]:
+        """Records skipped for reasons that lose data, by reason."""
+        return {k: n for k, n in self.skipped.items() if k not in self.NOT_LOSS}
+
+    def stopped_line(self, source: str | None = None) -> str | None:
+        """The human line for a reader that stopped early (file, where, why, how much was
+        left), or None when it read to the end."""
+        stopped = self.extra.get("stopped")
+        if not stopped:
+            return None
+        at, unread = self.extra.get("stopped_at_byte"), self.extra.get("bytes_unread")
+        where = f" at byte {at:,}" if at is not None else ""
+        left = (f"; {unread:,} bytes left unread" if unread is not None else
+                "; the rest of the file could not be read (damaged compressed stream)")
+        return f"{source or self.source}: reading stopped{where}: {stopped}{left}"
+
+    def loss_summary(self) -> str | None:
+        """One line saying what was lost (an early stop, records skipped for a lossy reason),
+        or None when nothing was."""
+        parts = [self.stopped_line()] if self.extra.get("stopped") else []
+        lost = self.lost()
+        if lost:
+            parts.append(f"{self.source}: skipped " + ", ".join(
+                f"{n} {k}" for k, n in sorted(lost.items())))
+        return "; ".join(parts) if parts else None
 
     def skip(self, reason: str, record: int | None = None, detail: str = "", n: int = 1) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + n

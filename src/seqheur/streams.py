@@ -107,7 +107,7 @@ def attribute_file_sizes(source: Any, file_ids: np.ndarray) -> np.ndarray:
         except (pa.ArrowInvalid, OSError):
             from .ingest import read_trace
 
-            table = read_trace(source)[0]
+            table = read_trace(source, warn_loss=False)[0]  # warned when it was streamed
     else:
         table = source if isinstance(source, pa.Table) else source.to_arrow()
     if table is None or "file_size" not in table.column_names or not len(file_ids):
@@ -138,7 +138,7 @@ def read_stream(path: Any, ops: Sequence[str] = ("read",), order: str = "server"
     if table is None:
         from .ingest import read_trace
 
-        table, _ = read_trace(path)
+        table, _ = read_trace(path)  # losses: a TraceLossWarning
     return reads(table, ops=ops, order=order)
 
 

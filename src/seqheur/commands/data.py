@@ -57,7 +57,7 @@ def ingest(traces: tuple[str, ...], output: Path, fmt: str | None, as_json: bool
 
     single = len(traces) == 1 and Path(traces[0]).is_file()
     if single:
-        table, report = read_trace(traces[0], format=fmt)
+        table, report = read_trace(traces[0], format=fmt, warn_loss=False)  # reported below
         write_parquet(table, output)
         rows, errors = table.num_rows, []
     else:
@@ -84,31 +84,15 @@ def ingest(traces: tuple[str, ...], output: Path, fmt: str | None, as_json: bool
             click.echo(f"  FAILED {e['source']}: {e['error']}")
     stopped = report.extra.get("stopped")
     if stopped:
-        click.echo(_stopped_line(traces, report.extra), err=True)
+        click.echo(f"WARNING: {report.stopped_line(', '.join(traces))}", err=True)
     if errors:
         raise SystemExit(1)
-    lost = {k: n for k, n in report.skipped.items() if k not in NOT_LOSS}
+    lost = report.lost()
     if strict and (stopped or lost):
         click.echo("seqheur: error: --strict: " + "; ".join(
             (["reading stopped before the end"] if stopped else [])
             + [f"{n} records skipped: {k}" for k, n in sorted(lost.items())]), err=True)
         raise SystemExit(1)
-
-
-# Skip reasons that lose nothing a replay needs: records that by nature carry no NFS call or
-# reply (pure ACKs, other protocols, retransmitted copies, blank and diagnostic lines).
-# Every other reason is data lost, which --strict turns into exit 1.
-NOT_LOSS = frozenset({"not_ip", "not_tcp_udp", "udp_not_rpc", "tcp_no_payload",
-                      "tcp_retransmission", "blank_line", "diagnostic_line"})
-
-
-def _stopped_line(traces: tuple[str, ...], extra: dict) -> str:
-    """The human line for a reader that stopped early: file, where, how much was left."""
-    at, unread = extra.get("stopped_at_byte"), extra.get("bytes_unread")
-    where = f" at byte {at:,}" if at is not None else ""
-    left = (f"; {unread:,} bytes left unread" if unread is not None else
-            "; the rest of the file could not be read (damaged compressed stream)")
-    return f"WARNING: {', '.join(traces)}: reading stopped{where}: {extra['stopped']}{left}"
 
 
 @click.group()

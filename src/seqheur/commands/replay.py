@@ -83,7 +83,7 @@ def replay(trace: Path, det: str, table: str, policy: str, cache: str, profile: 
             from ..ingest import read_trace
             from ..streams import no_stream_hint
 
-            click.echo(f"seqheur: note: {trace}: {no_stream_hint(read_trace(trace)[0])}",
+            click.echo(f"seqheur: note: {trace}: {no_stream_hint(read_trace(trace, warn_loss=False)[0])}",
                        err=True)
         result = run_replay(stream, det, table, policy, cache, prof, reorder_window=reorder_window,
                             clip_eof=not no_eof, progress=True, per_request=False,

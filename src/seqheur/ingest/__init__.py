@@ -72,8 +72,12 @@ _CAPTURE_MAGIC = {b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
 
 
 def read_trace(path: str | os.PathLike[str], format: str | None = None,
-               **kwargs: Any) -> tuple[pa.Table, IngestReport]:
-    """Read any supported trace into the request table. ``format`` overrides sniffing."""
+               warn_loss: bool = True, **kwargs: Any) -> tuple[pa.Table, IngestReport]:
+    """Read any supported trace into the request table. ``format`` overrides sniffing.
+
+    A trace read with losses (reading stopped early, records skipped for a reason that loses
+    data) raises a :class:`~seqheur.errors.TraceLossWarning` saying what was lost, unless
+    ``warn_loss=False`` (a caller that reports the losses itself, as ``seqheur ingest``)."""
     fmt = format or sniff_format(path)
     if fmt == "dataset":
         from .dataset import read_dataset
@@ -85,4 +89,11 @@ def read_trace(path: str | os.PathLike[str], format: str | None = None,
     reader = getattr(importlib.import_module(f".{mod_name}", __name__), fn)
     table, report = reader(path, **kwargs)
     report.check()
+    loss = report.loss_summary() if warn_loss else None
+    if loss:  # nothing lost silently
+        import warnings
+
+        from ..errors import TraceLossWarning
+
+        warnings.warn(TraceLossWarning(loss), stacklevel=2)
     return table, report
