@@ -101,7 +101,7 @@ def test_csv_ingest_roundtrip(tmp_path):
     p.write_text("time,file,offset,count,op\n0.5,a,0,8192,read\n0.75,a,8192,8192,read\n\n1.0,b,0x10,4,write\n")
     assert sniff_format(p) == "csv"
     t, rep = read_trace(p)
-    assert t.num_rows == 3 and rep.records_total == 4 and rep.skipped == {"blank line": 1}
+    assert t.num_rows == 3 and rep.records_total == 4 and rep.skipped == {"blank_line": 1}
     assert t.column("offset").to_pylist() == [0, 8192, 16]
     assert t.column("op").cast(pa.string()).to_pylist() == ["read", "read", "write"]
     assert t.column("time").cast(pa.int64()).to_pylist()[0] == 500_000_000

@@ -756,6 +756,26 @@ def begin_request(f, off, cnt, fresh, pol, eof_bytes, fs, ctr, req):
     return cnt
 
 
+@njit(nogil=True, _nrt=False, inline='always')
+def begin_block_request(world, f, off, cnt, fresh, stamp, bshift):
+    """:func:`begin_request` for a serve step that reads ahead itself (the Linux models), then
+    the request's scratch its reads need deep in their call tree: its stamp, demand block range
+    and end of file (blocks of ``1 << bshift`` bytes). Returns the effective byte count."""
+    req = world.req
+    eof_bytes = world.fsize[f]
+    n = begin_request(f, off, cnt, fresh, world.policy, eof_bytes, world.fs, world.ctr, req)
+    if n > 0:
+        d_lo = off >> bshift
+        d_hi = (off + n - 1) >> bshift
+        world.ctr.demand_blocks += d_hi - d_lo + 1
+        req.stamp = stamp
+        req.d_lo = d_lo
+        req.d_hi = d_hi
+        req.eof_bytes = eof_bytes
+        req.eof_blk = (eof_bytes + (1 << bshift) - 1) >> bshift if eof_bytes >= 0 else -1
+    return n
+
+
 @njit(nogil=True, _nrt=False)
 def end_request(f, off, cnt, fs, req):
     if cnt > 0:

@@ -375,24 +375,13 @@ def serve_linux(world, f, row, off, cnt, fresh, stamp, mx, ver, caller):
 
     The request's stamp, demand pages and end of file go to ``world.req``: the reads deep in
     ``linux_read``'s call tree take them from there rather than through every call."""
-    fs = world.fs
-    req = world.req
-    eof_bytes = world.fsize[f]
-    cnt = R.begin_request(f, off, cnt, fresh, world.policy, eof_bytes, fs, world.ctr, req)
+    cnt = R.begin_block_request(world, f, off, cnt, fresh, stamp, PAGE_SHIFT)
     if cnt > 0:
-        d_lo = off >> PAGE_SHIFT
-        d_hi = (off + cnt - 1) >> PAGE_SHIFT
-        world.ctr.demand_blocks += d_hi - d_lo + 1
-        req.stamp = stamp
-        req.d_lo = d_lo
-        req.d_hi = d_hi
-        req.eof_bytes = eof_bytes
-        req.eof_blk = (eof_bytes + PAGE - 1) >> PAGE_SHIFT if eof_bytes >= 0 else -1
         if caller == 0:
             splice_read(world, f, row, mx, ver, off, cnt)
         else:
             linux_read(world, f, row, mx, ver, off, cnt)
-    R.end_request(f, off, cnt, fs, req)
+    R.end_request(f, off, cnt, world.fs, world.req)
     return window(row, mx)
 
 

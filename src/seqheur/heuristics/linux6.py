@@ -652,21 +652,10 @@ def serve_6(world, row, params, f, off, cnt, t, seq, fresh, stamp):
     """One READ through 6.x read-ahead against the cache model. The request's accounting
     (hits, misses by cause, demand blocks) is as every policy's: a demand page is a hit when
     it was cached before the request."""
-    fs = world.fs
-    req = world.req
-    eof_bytes = world.fsize[f]
-    n = R.begin_request(f, off, cnt, fresh, world.policy, eof_bytes, fs, world.ctr, req)
-    if n > 0:
-        d_lo = off >> PAGE_SHIFT
-        d_hi = (off + n - 1) >> PAGE_SHIFT
-        world.ctr.demand_blocks += d_hi - d_lo + 1
-        req.stamp = stamp
-        req.d_lo = d_lo
-        req.d_hi = d_hi
-        req.eof_bytes = eof_bytes
-        req.eof_blk = (eof_bytes + PAGE - 1) >> PAGE_SHIFT if eof_bytes >= 0 else -1
-        filemap_read(world, f, row, params, off, cnt, eof_bytes)
-    R.end_request(f, off, n, fs, req)
+    n = R.begin_block_request(world, f, off, cnt, fresh, stamp, PAGE_SHIFT)
+    if n > 0:  # the kernel sizes read-ahead from the count asked for, not the EOF-clipped one
+        filemap_read(world, f, row, params, off, cnt, world.req.eof_bytes)
+    R.end_request(f, off, n, world.fs, world.req)
     return window(row)
 
 

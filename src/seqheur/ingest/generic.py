@@ -85,7 +85,7 @@ def read_csv(path: str | os.PathLike[str]) -> tuple[pa.Table, IngestReport]:
             line = reader.line_num
             if not row or all(not c.strip() for c in row):
                 report.records_total += 1
-                report.skip("blank line", line)
+                report.skip("blank_line", line)
                 continue
             report.records_total += 1
             if len(row) < len(header):
