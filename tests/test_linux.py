@@ -153,3 +153,40 @@ def test_splice_reads_large_requests_in_pipe_chunks():
                actions=True, cache="1GiB")
     assert r["demand_blocks"] == 8 * 256
     assert r.actions["count"].max() <= 2 * 32
+
+
+def _eof_actions(det, offs, cnts, size):
+    import numpy as np
+
+    from seqheur.replay import replay
+    from seqheur.streams import ReadStream
+
+    s = ReadStream.from_arrays(np.zeros(len(offs), int), np.asarray(offs), np.asarray(cnts))
+    r = replay(s, det, "ideal", profile=None, file_sizes=np.array([size]), actions=True,
+               cache="1GiB")
+    return r, r.actions
+
+
+def test_read_ahead_is_sized_from_the_count_asked_not_the_eof_clipped_one():
+    """do_generic_file_read and the splice read take req from the requested count: a 256 KiB
+    READ of the last page of a file asks for more than ra_pages, so it opens an initial
+    window (init(64 pages) = 32, all of it async, so merged with the next: 64); with the
+    EOF-clipped count (1 page) it would be a small random read of its own page."""
+    size = 1 << 20
+    for caller in ("read", "splice"):
+        _, a = _eof_actions(f"linux-3.12:caller={caller}", [size - 4096], [262144], size)
+        first = a.row(0, named=True)
+        assert (first["kind"], first["start"], first["ra_size"]) == ("sync", 255, 64), caller
+
+
+def test_a_read_past_eof_runs_read_ahead_on_the_read_path_only():
+    """read(2) at EOF: the sync read-ahead runs (the window restarts at the EOF page, nothing
+    read past it) and the page is instantiated; nfsd's splice path returns first."""
+    size = 256 * 1024
+    offs = [size - 8192, size]
+    r, a = _eof_actions("linux-3.12:caller=read", offs, [8192, 4096], size)
+    past = a.filter(a["request"] == 1).rows(named=True)
+    assert [(x["kind"], x["start"]) for x in past] == [("sync", 64), ("page", 64)]
+    assert r["disk_bytes"] <= size  # no disk read past EOF
+    _, b = _eof_actions("linux-3.12:caller=splice", offs, [8192, 4096], size)
+    assert b.filter(b["request"] == 1).height == 0

@@ -345,7 +345,8 @@ def observe_until_stable(pattern: Pattern, paths: Sequence[str], reps: int,
                 if attempt == attempts - 1:
                     raise KernelCheckError(f"pattern {pattern.name}: the page cache lost pages "
                                            f"in {attempts} runs in a row (memory pressure?)")
-    same = all(len(r) == len(runs_[0]) and all(np.array_equal(a, b) for a, b in zip(r, runs_[0]))
+    first = runs_[0]
+    same = all(len(r) == len(first) and all(np.array_equal(a, b) for a, b in zip(r, first))
                for r in runs_[1:])
     return runs_[0], reruns, same
 
@@ -380,7 +381,8 @@ class Device:
                 fh.write(str(kb))
         except PermissionError as exc:
             raise KernelCheckError(f"setting {self.queue}/read_ahead_kb needs root; run as "
-                                   "root or drop --ra-kb to use the device's own value") from exc
+                                   "root or drop --ra-kb to use the device's own value"
+                                   ) from exc
 
 
 def device_of(path: str) -> Device:

@@ -480,8 +480,8 @@ def insert_block(c, f, b, stamp, d_lo, d_hi, fl, ctr, req):
 
 
 @njit(nogil=True, _nrt=False, inline='always')
-def cluster(c, f, start, maxn, sync, stamp, d_lo, d_hi, eof_blk, bsize, eof_bytes, ctr, req, ops,
-            acts):
+def cluster(c, f, start, maxn, sync, stamp, d_lo, d_hi, eof_blk, bsize, eof_bytes, ctr, req,
+            ops, acts):
     """``cluster_rbuild``: read the run of non-resident blocks from ``start`` (at most ``maxn``,
     stopping at a resident block or EOF) as one disk read. The last block gets the read-ahead
     mark, and for a synchronous (demand) cluster the second one too. Returns blocks read."""

@@ -15,7 +15,8 @@ window size ``size`` in pages after the request (0 before any read-ahead), cappe
 saturates (a merged first submit may briefly make ``size`` up to twice that).
 
 Per READ of ``count`` bytes at ``pos`` (the buffered read path, ``generic_file_buffered_read``):
-pages ``index = pos>>12`` up to ``last = (pos+count+4095)>>12``; for each page: not cached →
+pages ``index = pos>>12`` up to ``last = (pos+count+4095)>>12`` (pages read stop at EOF; ``req``
+uses the count asked for, as the kernel does); for each page: not cached →
 synchronous ``ondemand(hit_marker=False, req=last-page)`` (then the page itself if still
 missing); cached with PG_readahead → clear it, asynchronous ``ondemand(hit_marker=True, ...)``.
 Afterwards ``prev_pos = (last-1)<<12 | (pos+count)&4095``. ``ondemand`` is
@@ -238,7 +239,7 @@ def ondemand(ctx, f, row, mx, ver, hit_marker, index, req):
 
 
 @njit(nogil=True, _nrt=False, inline='always')
-def linux_read(ctx, f, row, mx, ver, off, cnt):
+def linux_read(ctx, f, row, mx, ver, off, cnt, cnt_req):
     """One buffered READ; returns the window size (the detector's seqcount).
 
     ``ctx``: the replay's ``engine.World`` (the cache model, the counters, the request's
@@ -247,16 +248,17 @@ def linux_read(ctx, f, row, mx, ver, off, cnt):
     if cnt <= 0:
         return window(row, mx)
     index = off >> PAGE_SHIFT
-    last = (off + cnt + PAGE - 1) >> PAGE_SHIFT
+    last = (off + cnt + PAGE - 1) >> PAGE_SHIFT  # pages read: the count clipped at EOF
+    last_req = (off + cnt_req + PAGE - 1) >> PAGE_SHIFT  # read-ahead sizes: the count asked
     for p in range(index, last):
         if ctx is None:
             if not _cached(ctx, f, p, row):
-                ondemand(ctx, f, row, mx, ver, False, p, last - p)
+                ondemand(ctx, f, row, mx, ver, False, p, last_req - p)
                 if not _cached(ctx, f, p, row):
                     _read(ctx, f, p, 1, -1, row, True)
             elif row[L_MARK] == p:
                 row[L_MARK] = -1
-                ondemand(ctx, f, row, mx, ver, True, p, last - p)
+                ondemand(ctx, f, row, mx, ver, True, p, last_req - p)
         else:
             c = ctx.cache
             req = ctx.req
@@ -270,7 +272,7 @@ def linux_read(ctx, f, row, mx, ver, off, cnt):
             else:
                 R.count_miss(c, -1, f, p, ctx.fs, ctx.ctr, ctx.lost, req)
             if e < 0:
-                ondemand(ctx, f, row, mx, ver, False, p, last - p)
+                ondemand(ctx, f, row, mx, ver, False, p, last_req - p)
                 e = C.lookup(c, C.make_key(f, p))
                 if e < 0:  # beyond the window (or evicted at once by a tiny cache)
                     _read(ctx, f, p, 1, -1, row, True)
@@ -278,7 +280,7 @@ def linux_read(ctx, f, row, mx, ver, off, cnt):
                     e = C.lookup(c, C.make_key(f, p))
             elif (C.flags(c, e) & C.F_RAM) != 0:
                 C.clear_flag(c, e, C.F_RAM)
-                ondemand(ctx, f, row, mx, ver, True, p, last - p)
+                ondemand(ctx, f, row, mx, ver, True, p, last_req - p)
                 e = C.lookup(c, C.make_key(f, p))
             if e >= 0:
                 R.demand_use(c, e, ctx.ctr)
@@ -319,7 +321,7 @@ def _use(ctx, f, p):
 
 
 @njit(nogil=True, _nrt=False, inline='always')
-def splice_read(ctx, f, row, mx, ver, off, cnt):
+def splice_read(ctx, f, row, mx, ver, off, cnt, cnt_req):
     """One READ through nfsd's splice path (``__generic_file_splice_read``, called by
     ``splice_direct_to_actor`` until the READ is done): per call a chunk of at most 16 pages;
     the resident prefix of the chunk is looked up, the sync read-ahead runs once at its first
@@ -331,12 +333,16 @@ def splice_read(ctx, f, row, mx, ver, off, cnt):
     if cnt <= 0:
         return window(row, mx)
     pos = off
-    end = off + cnt
+    end = off + cnt  # clipped at EOF: the pages spliced
+    end_req = off + cnt_req  # as asked: the read-ahead sizes (req_pages)
     while pos < end:
         index = pos >> PAGE_SHIFT
         loff = pos & (PAGE - 1)
-        req_pages = (end - pos + loff + PAGE - 1) >> PAGE_SHIFT
+        req_pages = (end_req - pos + loff + PAGE - 1) >> PAGE_SHIFT
         nr = req_pages if req_pages < PIPE_PAGES else PIPE_PAGES
+        have = (end - pos + loff + PAGE - 1) >> PAGE_SHIFT  # pages before EOF
+        if nr > have:
+            nr = have
         k = 0
         while k < nr and _cached(ctx, f, index + k, row):
             k += 1
@@ -375,14 +381,39 @@ def serve_linux(world, f, row, off, cnt, fresh, stamp, mx, ver, caller):
 
     The request's stamp, demand pages and end of file go to ``world.req``: the reads deep in
     ``linux_read``'s call tree take them from there rather than through every call."""
-    cnt = R.begin_block_request(world, f, off, cnt, fresh, stamp, PAGE_SHIFT)
-    if cnt > 0:
+    n = R.begin_block_request(world, f, off, cnt, fresh, stamp, PAGE_SHIFT)
+    if n > 0:  # read-ahead sized from the count asked for, pages read up to EOF
         if caller == 0:
-            splice_read(world, f, row, mx, ver, off, cnt)
+            splice_read(world, f, row, mx, ver, off, n, cnt)
         else:
-            linux_read(world, f, row, mx, ver, off, cnt)
-    R.end_request(f, off, cnt, world.fs, world.req)
+            linux_read(world, f, row, mx, ver, off, n, cnt)
+    elif caller == 1 and cnt > 0 and world.fsize[f] >= 0:
+        read_past_eof(world, f, row, mx, ver, off, cnt, stamp)
+    R.end_request(f, off, n, world.fs, world.req)
     return window(row, mx)
+
+
+@njit(nogil=True, _nrt=False)
+def read_past_eof(world, f, row, mx, ver, off, cnt, stamp):
+    """A read(2) at or past EOF in 2.6.32/3.x: ``do_generic_file_read`` has no early return,
+    so the missing page runs the sync read-ahead (which may reset the window, reading nothing
+    past EOF) and is then instantiated (zero-filled, no disk read); nothing is copied and
+    ``prev_pos`` stays. The splice path returns before all this."""
+    index = off >> PAGE_SHIFT
+    c = world.cache
+    if C.lookup(c, C.make_key(f, index)) >= 0:
+        return
+    req = world.req
+    req.stamp = stamp
+    req.d_lo = index  # not read ahead: the request's own page
+    req.d_hi = index
+    req.eof_bytes = world.fsize[f]
+    req.eof_blk = (req.eof_bytes + PAGE - 1) >> PAGE_SHIFT
+    last_req = (off + cnt + PAGE - 1) >> PAGE_SHIFT
+    ondemand(world, f, row, mx, ver, False, index, last_req - index)
+    if C.lookup(c, C.make_key(f, index)) < 0:
+        R.insert_block(c, f, index, stamp, index, index, 0, world.ctr, req)
+        _act(world, f, R.ACT_PAGE, index, 1, -1, row)
 
 
 @njit(nogil=True, _nrt=False, inline="always")
@@ -423,8 +454,8 @@ def reset(state, params, offset, count, time_ns):
 def _standalone(state, params, ver, offset, count):
     mx = params[0] * 1024 // PAGE
     if params[1] == 0:
-        return splice_read(None, 0, state, mx, ver, offset, count)
-    return linux_read(None, 0, state, mx, ver, offset, count)
+        return splice_read(None, 0, state, mx, ver, offset, count, count)
+    return linux_read(None, 0, state, mx, ver, offset, count, count)
 
 
 @njit(nogil=True, _nrt=False)
