@@ -22,13 +22,23 @@ def _ingest(path: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
                            *extra], capture_output=True, text=True, timeout=300)
 
 
+# bytes that depend on library builds (a zlib's deflate stream, the Parquet writer's version
+# string), so only the uncompressed, non-Parquet files are compared byte for byte
+_BUILD_DEPENDENT = (".gz", ".parquet")
+
+
 def test_the_corpus_is_what_the_script_makes(tmp_path):
     subprocess.run([sys.executable, str(HERE / "make_corpus.py"), str(tmp_path)], check=True,
                    capture_output=True, timeout=300)
     made = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     assert set(made) == set(EXPECTED)
+    compared = 0
     for name, data in made.items():
+        if name.endswith(_BUILD_DEPENDENT) and not name.startswith("a-pcap-named"):
+            continue
         assert (HERE / name).read_bytes() == data, f"{name}: rerun make_corpus.py"
+        compared += 1
+    assert compared >= 10
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
