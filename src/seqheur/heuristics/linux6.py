@@ -68,6 +68,7 @@ from numba import njit
 from .. import cache as C
 from .. import readahead as R
 from ..options import param
+from .linux import init_size, next_size
 from .registry import detector
 
 PAGE_SHIFT = 12
@@ -124,28 +125,8 @@ class Linux6Params:
 
 
 # --------------------------------------------------------------------------------------------
-# window sizing (get_init_ra_size, get_next_ra_size)
-
-
-@njit(nogil=True, _nrt=False)
-def init_size(req, mx):
-    n = 1
-    while n < req:
-        n <<= 1
-    if n <= mx // 32:
-        return 4 * n
-    if n <= mx // 4:
-        return 2 * n
-    return mx
-
-
-@njit(nogil=True, _nrt=False)
-def next_size(cur, mx):
-    if cur < mx // 16:
-        return 4 * cur
-    if cur <= mx // 2:
-        return 2 * cur
-    return mx
+# window sizing: get_init_ra_size and get_next_ra_size are unchanged since 2.6.x
+# (heuristics.linux.init_size, next_size)
 
 
 @njit(nogil=True, _nrt=False)
