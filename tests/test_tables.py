@@ -84,7 +84,7 @@ def test_uniform_start_slots_and_seed() -> None:
 
 def _run(model, n_files: int, files: list[int]):
     tab = model.make_state(np.arange(n_files, dtype=np.uint64))
-    return tab, [tuple(int(x) for x in table_lookup(tab, f)) for f in files]
+    return tab, [tuple(int(x) for x in table_lookup(tab, f, 0)) for f in files]
 
 
 def test_nfsheur_probe_order_and_use_decay_by_hand() -> None:
@@ -95,7 +95,7 @@ def test_nfsheur_probe_order_and_use_decay_by_hand() -> None:
     # uses worked by hand: slot 0 decays once per passing probe, hits add 16
     np.testing.assert_array_equal(tab[2][:5], [91, 93, 78, 79, 80])
     # slot 4 = h0 + TRY: compared for use, never for identity
-    slot, fresh, prev = table_lookup(tab, 384)
+    slot, fresh, prev = table_lookup(tab, 384, 0)
     assert (slot, fresh, prev) == (2, 1, 128)  # lowest use among slots 0..4: file 128 ejected
     np.testing.assert_array_equal(tab[2][:5], [90, 92, 80, 78, 80])
 
@@ -217,3 +217,23 @@ def test_plugin_table_registered_and_used_by_name() -> None:
         parse_table("modulo:1")
     with pytest.raises(SpecError, match="built in"):
         unregister_table("nfsheur")
+
+
+def test_filecache_keeps_a_files_state_until_it_is_idle_longer_than_idle_ms():
+    """nfsd's file cache (5.4+): one ra state per file while cached; a READ after more than
+    idle_ms without one finds the file closed, so its state starts afresh (fresh, not an
+    ejection: no other file took the slot)."""
+    import numpy as np
+
+    import seqheur
+
+    ms = 1_000_000
+    t = np.array([0, 500, 1000, 1500, 5000, 5100, 8000], np.int64) * ms
+    s = seqheur.ReadStream.from_arrays([7] * 7, np.arange(7) * 8192, 8192, time_ns=t)
+    d = seqheur.detect(s, "freebsd4", "filecache")  # idle_ms 2000: 1500 -> 5000 closes it
+    assert d.slot_fresh.tolist() == [True, False, False, False, True, False, True]
+    assert d.summary()["table_ejections"] == 0
+    d2 = seqheur.detect(s, "freebsd4", "filecache:idle_ms=10000")
+    assert d2.slot_fresh.tolist() == [True] + [False] * 6
+    ideal = seqheur.detect(s, "freebsd4", "ideal")
+    assert d2.seqcount.tolist() == ideal.seqcount.tolist()

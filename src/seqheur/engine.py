@@ -122,7 +122,7 @@ def _make_loop(prepare, lookup, reset, decide, serve, admit, record):
             off = requests.offset[u]
             cnt = requests.count[u]
             t = requests.time_ns[u]
-            slot, fresh, prev = lookup(table, scalars, f)
+            slot, fresh, prev = lookup(table, scalars, f, t)
             row = rows[uint64(slot)]  # unsigned: no negative-index wraparound code
             if fresh:
                 counts.fresh += 1

@@ -3,7 +3,7 @@ docs/heuristics.md, Table models).
 
 A table model decides, for every request, which *slot* holds the file's detector state and
 whether that slot is *fresh* (newly allocated or recycled from another file, so the detector
-must ``reset`` it). Three kinds:
+must ``reset`` it). Four kinds:
 
 ``nfsheur:SIZExPROBES[:hash=uniform|dense][:seed=N]``
     The FreeBSD NFS server's open-addressed heuristic table (4.x ``sys/nfs/nfs_serv.c``). Probing starts at
@@ -18,6 +18,10 @@ must ``reset`` it). Three kinds:
     Linux nfsd's read-ahead parameter cache, ≤ 5.3 (``fs/nfsd/vfs.c``): 16 buckets of
     ``n = max(2, ceil(2*threads/16))`` entries, each bucket an MRU list; a miss recycles the
     last idle entry (in a serial replay every entry is idle, so the bucket's LRU entry).
+``filecache[:idle_ms=2000]``
+    Linux nfsd's file cache, 5.4+ (``fs/nfsd/filecache.c``): READs of a file share one
+    ``struct file`` and its ``file_ra_state`` while it stays cached; a file without a READ for
+    longer than ``idle_ms`` (the laundrette closes unused files every 2 s) starts afresh.
 ``ideal``
     One slot per file, never ejected: the upper bound of any table.
 
@@ -63,6 +67,7 @@ from .registry import Entry, Registry
 KIND_IDEAL = 0
 KIND_NFSHEUR = 1
 KIND_RAPARMS = 2
+KIND_FILECACHE = 3
 
 # FreeBSD nfsheur use counts: NHUSE_INIT, NHUSE_INC, NHUSE_MAX
 NHUSE_INIT = 64
@@ -207,6 +212,39 @@ class IdealTable:
 
 
 @dataclass(frozen=True)
+class FilecacheTable:
+    """Linux nfsd's file cache (5.4+): READs of a file share the ``struct file`` (and its
+    ``file_ra_state``) while it stays cached; the laundrette closes files left unused, so a
+    file idle for longer than ``idle_ms`` starts with a fresh state."""
+
+    idle_ms: int = param(2000, unit="ms", doc="idle time after which the cached file is "
+                         "closed (the laundrette runs every 2 s and closes files unused since "
+                         "its previous pass: 2-4 s)")
+
+    kind_name = "filecache"
+
+    def __post_init__(self) -> None:
+        if self.idle_ms < 0:
+            raise SpecError(f"filecache: idle_ms must be >= 0, not {self.idle_ms}")
+
+    @property
+    def spec(self) -> str:
+        return format_spec("filecache", self)
+
+    def n_slots(self, n_files: int) -> int:
+        return max(int(n_files), 1)
+
+    def make_state(self, file_ids: np.ndarray) -> tuple[np.ndarray, ...]:
+        n = self.n_slots(len(file_ids))
+        cfg = np.array([KIND_FILECACHE, n, self.idle_ms * 1_000_000, 0, 0, 0, 0, 0], np.int64)
+        return (cfg, np.full(n, -1, np.int64), np.zeros(n, np.int64), np.zeros(0, np.int64),
+                np.zeros(0, np.int64))
+
+    def __str__(self) -> str:
+        return self.spec
+
+
+@dataclass(frozen=True)
 class PluginTable:
     """A parsed spec of a registered plug-in table: ``params`` is its params dataclass
     instance; the entry's ``make_state``/``n_slots`` and engine ``steps`` do the work."""
@@ -234,7 +272,7 @@ class PluginTable:
         return self.spec
 
 
-TableModel = Union[NfsheurTable, RaparmsTable, IdealTable, PluginTable]
+TableModel = Union[NfsheurTable, RaparmsTable, IdealTable, FilecacheTable, PluginTable]
 
 ALIASES: dict[str, str] = {
     "freebsd4": "nfsheur:64x4",
@@ -269,6 +307,10 @@ def _register_builtins() -> None:
     register_table("ideal", params=IdealTable, lookup=ideal_lookup, builtin=True,
                    doc="one slot per file, never ejected (upper bound)",
                    source="seqheur: the upper bound of any table")
+    register_table("filecache", params=FilecacheTable, lookup=filecache_lookup, builtin=True,
+                   doc="Linux nfsd file cache (>= 5.4): one ra state per file while it stays "
+                       "cached; a file idle longer than idle_ms starts afresh",
+                   source="Linux fs/nfsd/filecache.c (5.4+: nfsd_file, the laundrette)")
 
 
 TABLES = Registry("table", load=_register_builtins)
@@ -285,7 +327,8 @@ def register_table(name: str, *, params: type, make_state: Any = None, n_slots: 
     For a plug-in: ``make_state(params, file_ids) -> tab`` (a tuple of arrays),
     ``n_slots(params, n_files) -> int`` (or an int), and ``lookup``: a numba-jitted
     ``lookup(tab, f) -> (slot, fresh, prev_file)`` (``_nrt=False``-safe), or the engine's
-    ``steps = (prepare(tab) -> k, step(tab, k, f) -> (slot, fresh, prev_file))``.
+    ``steps = (prepare(tab) -> k, step(tab, k, f, t) -> (slot, fresh, prev_file))`` (``t``:
+    the READ's time in ns, for tables whose entries expire).
     The built-ins' params classes are the models themselves (``make_state``/``n_slots``
     methods; the engine's steps by ``kind_name``). ``aliases``: alias name -> spec string.
     """
@@ -313,7 +356,7 @@ def _steps_of_lookup(lookup: Any) -> tuple[Any, Any]:
         return 0
 
     @njit(nogil=True, _nrt=False, inline="always")
-    def step(tab, k, f):
+    def step(tab, k, f, t):
         return lookup(tab, f)
 
     return prepare, step
@@ -339,7 +382,7 @@ def parse_table(spec: str | TableModel) -> TableModel:
     >>> parse_table("freebsd4")
     NfsheurTable(size=64, probes=4, hash='uniform', seed=0)
     """
-    if isinstance(spec, (NfsheurTable, RaparmsTable, IdealTable, PluginTable)):
+    if isinstance(spec, (NfsheurTable, RaparmsTable, IdealTable, FilecacheTable, PluginTable)):
         return spec
     p = TABLES.parse(spec)
     if p.entry.builtin and p.entry.make_state is None:
@@ -431,22 +474,39 @@ def ideal_lookup(slot_file, f):
     return f, 0, -1
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def filecache_lookup(slot_file, last, idle_ns, f, t):
+    """One slot per file, fresh on first sight and after ``idle_ns`` without a READ (the file
+    was closed by nfsd's laundrette); ``t`` is the READ's time (ns)."""
+    uf = uint64(f)
+    fresh = 0
+    if slot_file[uf] != f or t - last[uf] > idle_ns:
+        slot_file[uf] = f
+        fresh = 1
+    last[uf] = t
+    return f, fresh, -1
+
+
 @njit(cache=True, nogil=True, _nrt=False, inline="always")  # one call site per replay loop
-def table_lookup(tab, f):
-    """(slot, fresh, prev_file) of dense file ``f``; mutates the table state ``tab``."""
+def table_lookup(tab, f, t):
+    """(slot, fresh, prev_file) of dense file ``f`` read at time ``t`` (ns); mutates the
+    table state ``tab``."""
     cfg = tab[0]
     kind = cfg[0]
     if kind == KIND_NFSHEUR:
         return nfsheur_lookup(tab[1], tab[2], tab[4], cfg[1], cfg[2], cfg[5], cfg[6], cfg[7], f)
     if kind == KIND_RAPARMS:
         return raparms_lookup(tab[1], tab[3], tab[4], cfg[3], f)
+    if kind == KIND_FILECACHE:
+        return filecache_lookup(tab[1], tab[2], cfg[2], f, t)
     return ideal_lookup(tab[1], f)
 
 
 # The engine's table steps: ``prepare(tab)`` reads a table's scalars once per chunk, so the
 # loop keeps them in registers (measured 42 -> 68 M requests/s for freebsd4 + nfsheur:64x4
-# against reading them from ``cfg`` for every request); ``lookup(tab, k, f)`` is the kind's
-# lookup with those scalars ``k``. One pair per kind: each kind gets a loop of its own.
+# against reading them from ``cfg`` for every request); ``lookup(tab, k, f, t)`` is the kind's
+# lookup with those scalars ``k`` (``t``: the READ's time, for kinds that expire entries).
+# One pair per kind: each kind gets a loop of its own.
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -456,7 +516,7 @@ def nfsheur_prepare(tab):
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
-def nfsheur_step(tab, k, f):
+def nfsheur_step(tab, k, f, t):
     return nfsheur_lookup(tab[1], tab[2], tab[4], k[0], k[1], k[2], k[3], k[4], f)
 
 
@@ -466,7 +526,7 @@ def raparms_prepare(tab):
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
-def raparms_step(tab, k, f):
+def raparms_step(tab, k, f, t):
     return raparms_lookup(tab[1], tab[3], tab[4], k, f)
 
 
@@ -476,12 +536,23 @@ def ideal_prepare(tab):
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
-def ideal_step(tab, k, f):
+def ideal_step(tab, k, f, t):
     return ideal_lookup(tab[1], f)
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def filecache_prepare(tab):
+    return tab[0][2]  # idle time, ns
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def filecache_step(tab, k, f, t):
+    return filecache_lookup(tab[1], tab[2], k, f, t)
+
+
 STEPS = {"nfsheur": (nfsheur_prepare, nfsheur_step), "raparms": (raparms_prepare, raparms_step),
-         "ideal": (ideal_prepare, ideal_step)}
+         "ideal": (ideal_prepare, ideal_step),
+         "filecache": (filecache_prepare, filecache_step)}
 
 
 def steps_of(model: Any) -> tuple[Any, Any]:
