@@ -1,4 +1,5 @@
-"""Disk verbs: ``bench TARGET``, ``bench plot PROFILE``, ``profiles``."""
+"""Disk verbs: ``bench TARGET``, ``bench plot PROFILE``, ``bench check-model TARGET``,
+``profiles``."""
 
 from __future__ import annotations
 
@@ -37,19 +38,113 @@ def plot_cmd(profile: str, output: str) -> None:
     click.echo(str(plot_profile(profile, output)))
 
 
+@click.command("check-model")
+@click.argument("target")
+@click.option("-p", "--profile", required=True,
+              help="disk profile: a registered name or spec (seqheur profiles) or a JSON file "
+                   "written by seqheur bench -o")
+@click.option("--ops", type=int, default=None, help="requests in the stream (default 60000)")
+@click.option("--seed", type=int, default=None, help="stream seed (default 1)")
+@click.option("--time", "seconds", type=float, default=None,
+              help="measuring budget in s, the stream is cut there (default 20)")
+@click.option("--json", "as_json", is_flag=True, help="print the result as one JSON object")
+@click.option("-o", "--output", default=None, help="also write the JSON result here")
+def check_model_cmd(target: str, profile: str, ops: int | None, seed: int | None,
+                    seconds: float | None, as_json: bool, output: str | None) -> None:
+    """Check a disk profile's drive model against TARGET (a block device or file).
+
+    Reads a seeded synthetic stream (sequential runs, random reads, short and long seeks,
+    several sizes) from TARGET, strictly read-only with O_DIRECT at queue depth 1, replays it
+    through the model of PROFILE and reports the demerit (RMS distance between the measured
+    and predicted response-time distributions), its share of the mean response time and the
+    predicted / measured total time.
+
+    \b
+    Example:
+      seqheur bench check-model /dev/loop0 --profile vm-virtio
+      seqheur bench check-model data.bin -p mydisk.json --ops 5000 --json -o check.json
+    """
+    from . import echo_json
+    from ..disk import check
+    from ..errors import SpecError
+    from ..io import write_json
+    from ..progress import enabled
+
+    ops = check.DEFAULT_OPS if ops is None else ops
+    seconds = check.DEFAULT_SECONDS if seconds is None else seconds
+    if ops < 1:
+        raise SpecError(f"--ops must be >= 1, not {ops}")
+    if seconds <= 0:
+        raise SpecError(f"--time must be > 0, not {seconds:g}")
+    say = (lambda s: click.echo(f"  {s}", err=True)) if enabled() and not as_json else None
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = lambda msg, *a, **k: click.echo(f"seqheur: warning: {msg}",
+                                                               err=True)
+        res = check.check_model(target, profile, ops=ops,
+                                seed=check.DEFAULT_SEED if seed is None else seed,
+                                seconds=seconds, progress=say)
+    if output:
+        write_json(res, output)
+    if as_json:
+        echo_json(res)
+        return
+    click.echo(_check_table(res))
+    if output:
+        click.echo(output)
+
+
+def _check_table(res: dict[str, Any]) -> str:
+    """The human view of a check-model result: one row for all requests, one per component."""
+    st = res["stream"]
+    lines = [f"{res['target']} vs profile {res['profile']}: {res['ops']} requests "
+             f"(seed {st['seed']}{', cut by --time' if st['cut_by_time'] else ''}), "
+             f"QD1 back to back, O_DIRECT",
+             f"{'':11s} {'ops':>6s} {'mean ms':>15s} {'p50 ms':>15s} {'p99 ms':>15s} "
+             f"{'demerit':>8s} {'%mean':>6s} {'total':>6s}",
+             f"{'':11s} {'':>6s} {'meas / pred':>15s} {'meas / pred':>15s} "
+             f"{'meas / pred':>15s} {'ms':>8s} {'':>6s} {'ratio':>6s}"]
+
+    def num(x: Any, fmt: str) -> str:
+        return "-" if x is None else format(x, fmt)
+
+    for name, f in [("all", res), *res["components"].items()]:
+        lines.append(
+            f"{name:11s} {f['ops']:>6d} "
+            f"{f['measured_mean_ms']:>7.3f}/{f['predicted_mean_ms']:<7.3f} "
+            f"{f['measured_p50_ms']:>7.3f}/{f['predicted_p50_ms']:<7.3f} "
+            f"{f['measured_p99_ms']:>7.3f}/{f['predicted_p99_ms']:<7.3f} "
+            f"{f['demerit']:>8.3f} {num(f['demerit_percent'], '.1f'):>6s} "
+            f"{num(f['total_time_ratio'], '.3f'):>6s}")
+    rule = res["target_rule"]
+    lo, hi = rule["total_time_ratio"]
+    lines.append(f"target (demerit <= {rule['demerit_percent_max']:g} % of the mean, total "
+                 f"ratio {lo:g}-{hi:g}): {'met' if res['meets_target'] else 'NOT met'}")
+    return "\n".join(lines)
+
+
+# verbs that share the name ``bench`` with the measuring command: ``bench plot PROFILE``,
+# ``bench check-model TARGET``; a TARGET named like one of them needs a path (./plot)
+_BENCH_SUBCOMMANDS = {"plot": plot_cmd, "check-model": check_model_cmd}
+
+
 class _BenchCommand(click.Command):
-    """``seqheur bench TARGET`` and ``seqheur bench plot PROFILE`` under one name."""
+    """``seqheur bench TARGET`` and its subcommands (``plot``, ``check-model``) under one
+    name."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] == "plot":
-            ctx.meta["seqheur.bench.plot"] = args[1:]
+        if args and args[0] in _BENCH_SUBCOMMANDS:
+            ctx.meta["seqheur.bench.sub"] = (args[0], args[1:])
             return []
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
-        if "seqheur.bench.plot" in ctx.meta:
-            return plot_cmd.main(ctx.meta["seqheur.bench.plot"], prog_name="seqheur bench plot",
-                                 standalone_mode=False)
+        if "seqheur.bench.sub" in ctx.meta:
+            name, args = ctx.meta["seqheur.bench.sub"]
+            return _BENCH_SUBCOMMANDS[name].main(args, prog_name=f"seqheur bench {name}",
+                                                 standalone_mode=False)
         return super().invoke(ctx)
 
 
@@ -71,7 +166,8 @@ def bench_cmd(target: str, output: str, quick: bool, seconds: float | None, size
               note: str | None, as_json: bool) -> None:
     """Measure a block device or file, strictly read-only, into a disk profile.
 
-    Also: seqheur bench plot PROFILE -o PNG (the profile as figures).
+    Also: seqheur bench plot PROFILE -o PNG (the profile as figures);
+    seqheur bench check-model TARGET --profile P (the profile's model against TARGET).
 
     \b
     Example:
