@@ -42,6 +42,7 @@ _API: dict[str, str] = {
     "DiskLayout": "disk.model:Layout",
     "run_bench": "disk.bench:run_bench",
     "BenchConfig": "disk.bench:BenchConfig",
+    "check_model": "disk.check:check_model",
     "plot_profile": "disk.plot:plot_profile",
     # workloads
     "workloads": "workloads",
