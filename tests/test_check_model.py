@@ -227,6 +227,15 @@ def test_time_budget_cuts_the_stream(data_file):
     assert sum(c["ops"] for c in r["components"].values()) == r["ops"]
 
 
+def test_repeat_reports_the_noise_floor(data_file):
+    r = check_model(data_file, "vm-virtio", ops=200, seed=2, seconds=10, warmup_seconds=0,
+                    repeat=True)
+    nf = r["noise_floor"]
+    assert 0 < nf["ops"] <= r["ops"] == 200 and nf["demerit"] >= 0
+    assert nf["measured_mean_ms"] > 0 and nf["predicted_mean_ms"] > 0
+    assert "noise_floor" not in check_model(data_file, "vm-virtio", ops=20, warmup_seconds=0)
+
+
 def test_bad_profile_fails_before_reading(data_file, monkeypatch):
     from seqheur.errors import ProfileError, SpecError
 
@@ -254,9 +263,10 @@ def test_cli_check_model(data_file, tmp_path):
     assert json.loads(out.read_text())["stream"] == doc["stream"]
 
     r = runner.invoke(cli, ["bench", "check-model", str(data_file), "-p", "ide-7200",
-                            "--ops", "100"])
+                            "--ops", "100", "--repeat"])
     assert r.exit_code == 0, r.output
     assert "demerit" in r.stdout and "\nall " in r.stdout and "target (" in r.stdout
+    assert "\npass2/pass1 " in r.stdout
 
     r = runner.invoke(cli, ["bench", "check-model", str(data_file), "-p", "no-such-disk"])
     assert r.exit_code == 1

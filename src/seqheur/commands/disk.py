@@ -47,10 +47,14 @@ def plot_cmd(profile: str, output: str) -> None:
 @click.option("--seed", type=int, default=None, help="stream seed (default 1)")
 @click.option("--time", "seconds", type=float, default=None,
               help="measuring budget in s, the stream is cut there (default 20)")
+@click.option("--repeat", is_flag=True,
+              help="read the requests twice and report the second pass against the first "
+                   "(the device's own noise floor under the demerit)")
 @click.option("--json", "as_json", is_flag=True, help="print the result as one JSON object")
 @click.option("-o", "--output", default=None, help="also write the JSON result here")
 def check_model_cmd(target: str, profile: str, ops: int | None, seed: int | None,
-                    seconds: float | None, as_json: bool, output: str | None) -> None:
+                    seconds: float | None, repeat: bool, as_json: bool,
+                    output: str | None) -> None:
     """Check a disk profile's drive model against TARGET (a block device or file).
 
     Reads a seeded synthetic stream (sequential runs, random reads, short and long seeks,
@@ -85,7 +89,7 @@ def check_model_cmd(target: str, profile: str, ops: int | None, seed: int | None
                                                                err=True)
         res = check.check_model(target, profile, ops=ops,
                                 seed=check.DEFAULT_SEED if seed is None else seed,
-                                seconds=seconds, progress=say)
+                                seconds=seconds, repeat=repeat, progress=say)
     if output:
         write_json(res, output)
     if as_json:
@@ -110,7 +114,10 @@ def _check_table(res: dict[str, Any]) -> str:
     def num(x: Any, fmt: str) -> str:
         return "-" if x is None else format(x, fmt)
 
-    for name, f in [("all", res), *res["components"].items()]:
+    rows = [("all", res), *res["components"].items()]
+    if "noise_floor" in res:
+        rows.append(("pass2/pass1", res["noise_floor"]))
+    for name, f in rows:
         lines.append(
             f"{name:11s} {f['ops']:>6d} "
             f"{f['measured_mean_ms']:>7.3f}/{f['predicted_mean_ms']:<7.3f} "

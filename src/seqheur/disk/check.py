@@ -293,11 +293,15 @@ def check_model(target: "str | os.PathLike[str]",
                 profile: "str | os.PathLike[str] | DiskProfile", *, ops: int = DEFAULT_OPS,
                 seed: int = DEFAULT_SEED,
                 seconds: float = DEFAULT_SECONDS, warmup_seconds: float = WARMUP_SECONDS,
-                progress: Any = None) -> dict[str, Any]:
+                repeat: bool = False, progress: Any = None) -> dict[str, Any]:
     """Measure a synthetic stream on ``target`` (read-only, O_DIRECT, QD1) and compare it with
     the drive model of ``profile``: one JSON-ready dict (see the module docstring and
     docs/disk-bench.md, "Checking the drive model"). ``ops`` requests at most, cut short
-    after ``seconds`` of measuring (``ops`` then says how many were read)."""
+    after ``seconds`` of measuring (``ops`` then says how many were read).
+
+    ``repeat``: read the same requests a second time and add ``noise_floor``, the figures of
+    the second pass against the first: what the device's own run-to-run variation leaves to
+    any model, the floor under the demerit a model can reach."""
     if seconds <= 0:
         raise ValueError(f"seconds must be > 0, not {seconds}")
     say = progress or (lambda s: None)
@@ -314,6 +318,10 @@ def check_model(target: "str | os.PathLike[str]",
             warm_lat, _ = _measure(t, warm, warmup_seconds)
         say(f"measuring {stream.ops} requests (at most {seconds:g} s)")
         lat, wall = _measure(t, stream, seconds)
+        again = np.empty(0, dtype=np.int64)
+        if repeat and lat.size:
+            say("measuring the same requests again (noise floor)")
+            again, _ = _measure(t, stream.head(int(lat.size)), seconds)
     if lat.size == 0:
         raise BenchError(f"{target}: no request completed within {seconds:g} s")
     done = stream.head(int(lat.size))
@@ -357,4 +365,9 @@ def check_model(target: "str | os.PathLike[str]",
         "o_direct": True,
         "elapsed_s": round(time.time() - t_start, 2),
     }
+    if again.size:
+        n = int(again.size)  # the second pass may be cut by the time budget sooner
+        out["noise_floor"] = {**demerit(meas_ms[:n], again[:n] / 1e6),
+                              "what": "second pass of the same requests against the first "
+                                      "(predicted_* = the second pass)"}
     return out
