@@ -173,8 +173,10 @@ def bench_cmd(target: str, output: str, quick: bool, seconds: float | None, size
               note: str | None, as_json: bool) -> None:
     """Measure a block device or file, strictly read-only, into a disk profile.
 
-    Also: seqheur bench plot PROFILE -o PNG (the profile as figures);
-    seqheur bench check-model TARGET --profile P (the profile's model against TARGET).
+    \b
+    Also:
+      seqheur bench plot PROFILE -o PNG        the profile as figures
+      seqheur bench check-model TARGET -p P    the profile's drive model against TARGET
 
     \b
     Example:
