@@ -131,11 +131,14 @@ OPS_FILL_DTYPE = np.dtype([
 
 class OpBuffer(NamedTuple):
     """The disk reads issued since the driver last handed them to the disk model (one entry
-    per read: file, byte offset, length), and its fill level."""
+    per read: file, byte offset, length, the index in the trace of the request that issued it
+    and whether that request waits for it), and its fill level."""
 
     file: np.ndarray  # int64[capacity]
     offset: np.ndarray  # int64[capacity]: bytes
     length: np.ndarray  # int64[capacity]: bytes
+    request: np.ndarray  # int64[capacity]: the issuing request's stamp (index in the trace)
+    sync: np.ndarray  # int64[capacity]: 1 = a demand read its request waits for, 0 = async
     fill: Any  # a record of OPS_FILL_DTYPE
 
 
@@ -193,7 +196,7 @@ def new_op_buffer(capacity: int, per_block: int) -> OpBuffer:
     fill = new_record(OPS_FILL_DTYPE)
     fill.capacity = capacity
     fill.per_block = per_block
-    return OpBuffer(*(np.zeros(int(capacity), np.int64) for _ in range(3)), fill)
+    return OpBuffer(*(np.zeros(int(capacity), np.int64) for _ in range(5)), fill)
 
 
 MAXPHYS = 131072  # 4.x sys/i386/include/param.h
@@ -414,13 +417,16 @@ def registered_policies() -> list[dict[str, Any]]:
 
 
 @njit(nogil=True, _nrt=False)
-def emit_op(ops, ctr, f, off, length, sync):
-    """Record one disk read (bytes) in the op buffer (the engine's admit step keeps room)."""
+def emit_op(ops, ctr, f, off, length, sync, request):
+    """Record one disk read (bytes) issued by request ``request`` (its stamp), which waits for
+    it when ``sync``, in the op buffer (the engine's admit step keeps room)."""
     fill = ops.fill
     k = fill.pending
     ops.file[k] = f
     ops.offset[k] = off
     ops.length[k] = length
+    ops.request[k] = request
+    ops.sync[k] = 1 if sync else 0
     fill.pending = k + 1
     ctr.disk_ops += 1
     ctr.disk_bytes += length
@@ -498,7 +504,7 @@ def cluster(c, f, start, maxn, sync, stamp, d_lo, d_hi, eof_blk, bsize, eof_byte
     for k in range(n):
         ram = k == n - 1 or (sync and k == 1)
         insert_block(c, f, start + k, stamp, d_lo, d_hi, C.F_RAM if ram else 0, ctr, req)
-    emit_op(ops, ctr, f, start * bsize, op_bytes(start, n, bsize, eof_bytes), sync)
+    emit_op(ops, ctr, f, start * bsize, op_bytes(start, n, bsize, eof_bytes), sync, stamp)
     emit_action(acts, stamp, f, ACT_CLUSTER_SYNC if sync else ACT_CLUSTER_ASYNC, start, n,
                 start + n - 1, -1, -1, -1, -1)
     return n
@@ -518,7 +524,8 @@ def read_range(c, f, start, n, mark, stamp, d_lo, d_hi, eof_blk, bsize, eof_byte
             break
         if C.lookup(c, C.make_key(f, b)) >= 0:
             if run >= 0:
-                emit_op(ops, ctr, f, run * bsize, op_bytes(run, b - run, bsize, eof_bytes), sync)
+                emit_op(ops, ctr, f, run * bsize, op_bytes(run, b - run, bsize, eof_bytes),
+                        sync, stamp)
                 run = -1
             continue
         insert_block(c, f, b, stamp, d_lo, d_hi, C.F_RAM if b == mark else 0, ctr, req)
@@ -529,7 +536,8 @@ def read_range(c, f, start, n, mark, stamp, d_lo, d_hi, eof_blk, bsize, eof_byte
         end = start + n
         if eof_blk >= 0 and end > eof_blk:
             end = eof_blk
-        emit_op(ops, ctr, f, run * bsize, op_bytes(run, end - run, bsize, eof_bytes), sync)
+        emit_op(ops, ctr, f, run * bsize, op_bytes(run, end - run, bsize, eof_bytes), sync,
+                stamp)
     return total
 
 
@@ -685,7 +693,8 @@ def simple_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, re
         e = C.lookup(c, C.make_key(f, b))
         if e >= 0:
             if run >= 0:
-                emit_op(ops, ctr, f, run * bsize, op_bytes(run, b - run, bsize, eof_bytes), True)
+                emit_op(ops, ctr, f, run * bsize, op_bytes(run, b - run, bsize, eof_bytes),
+                        True, stamp)
                 run = -1
             visit_resident(c, e, stamp, f, b, fs, ctr, lost, req)
         else:
@@ -695,7 +704,8 @@ def simple_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, re
             if run < 0:
                 run = b
     if run >= 0:
-        emit_op(ops, ctr, f, run * bsize, op_bytes(run, d_hi + 1 - run, bsize, eof_bytes), True)
+        emit_op(ops, ctr, f, run * bsize, op_bytes(run, d_hi + 1 - run, bsize, eof_bytes), True,
+                stamp)
     if pol.kind == POL_FIXED and seq > 0 and pol.n > 0:
         read_range(c, f, d_hi + 1, pol.n, -1, stamp, d_lo, d_hi, eof_blk, bsize, eof_bytes,
                    ctr, req, ops, False)

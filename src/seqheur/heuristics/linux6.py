@@ -247,7 +247,7 @@ def _emit(world, f, lo, hi, sync):
         return
     req = world.req
     R.emit_op(world.ops, world.ctr, f, lo * PAGE, R.op_bytes(lo, hi - lo, PAGE, req.eof_bytes),
-              sync)
+              sync, req.stamp)
 
 
 # --------------------------------------------------------------------------------------------
