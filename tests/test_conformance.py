@@ -162,3 +162,45 @@ def test_empty_stream() -> None:
     for det in DETECTORS:
         r = seqheur.detect(s, det, "nfsheur:64x4")
         assert len(r) == 0 and r.fresh == 0 and r.summary()["requests"] == 0
+
+
+# --------------------------------------------------------------------------------------------
+# timing models (seqheur.timing): every registered model and preset, under every detector
+
+def _timing_specs() -> list[str]:
+    from seqheur.timing import registered_timings
+
+    out = []
+    for row in registered_timings():
+        out.append(row["name"])
+        out += [f"{row['name']}:preset={p}" for p in row["presets"]]
+    return out
+
+
+TIMING_SPECS = _timing_specs()
+
+
+@pytest.mark.parametrize("timing", TIMING_SPECS)
+@pytest.mark.parametrize("det", DETECTORS)
+def test_timing_model_determinism_and_conservation(det: str, timing: str) -> None:
+    """A timing model only adds its columns (the disk-only summary is unchanged), is
+    deterministic, conserves bytes (the client receives the READs' bytes, the disk reads the
+    replay's) and gives a utilisation in [0, 1]; an empty stream gives zero time."""
+    import seqheur.metrics as M
+
+    s = _mixed(3, n=1500, files=12)
+    run = [seqheur.replay(s, det, "freebsd4", profile="ide-7200", file_sizes="observed",
+                          per_request=False, timing=t) for t in (None, timing, timing)]
+    base, a, b = (r.to_dict() for r in run)
+    assert {k: a[k] for k in M.SUMMARY_KEYS} == base and a == b
+    if run[1].timing is None:
+        assert a == base
+        return
+    assert tuple(a) == M.SUMMARY_KEYS + M.TIMING_KEYS
+    np.testing.assert_array_equal(run[1].timing.done_s, run[2].timing.done_s)
+    assert run[1].timing.client_bytes == a["demand_bytes"]
+    assert run[1].timing.disk_bytes == a["disk_bytes"]
+    assert a["e2e_seconds"] > 0 and 0 < a["disk_utilisation"] <= 1 + 1e-9
+    empty = seqheur.replay(ReadStream.from_arrays([], [], 0), det, "freebsd4",
+                           profile="ide-7200", file_sizes="observed", timing=timing)
+    assert empty["e2e_seconds"] == 0 and empty["read_latency_p50_ms"] is None

@@ -47,7 +47,7 @@ LAYERS = [
               "executors")),
     ("ingest", ("ingest", "workloads")),
     ("streams", ("streams",)),
-    ("models", ("heuristics", "tables", "cache", "readahead", "disk", "metrics")),
+    ("models", ("heuristics", "tables", "cache", "readahead", "disk", "metrics", "timing")),
     ("engine", ("engine", "config", "detect", "replay", "outofcore", "export")),
     ("report", ("report", "sweep", "lab", "demo", "kernelcheck")),
     ("front", ("commands", "cli", "__main__", "__init__")),

@@ -182,6 +182,18 @@ def _rejit(fn: Any) -> Any:
     return njit(nogil=True, _nrt=False)(fn.py_func)
 
 
+def cache_by_sources(dispatcher: Any) -> Any:
+    """Give a jitted function that calls into other modules (a timing model's event loop
+    calling the drive model) the on-disk cache of the engine loops, keyed by the source of
+    everything it can reach: numba's ``cache=True`` keys by the function's own file only, so
+    a change in a callee's module would load stale machine code. Idempotent; a no-op under
+    ``NUMBA_DISABLE_JIT``. Returns the dispatcher."""
+    if hasattr(dispatcher, "py_func") and not getattr(dispatcher, "_by_sources", False):
+        dispatcher._cache = EngineCache(dispatcher.py_func)
+        dispatcher._by_sources = True
+    return dispatcher
+
+
 def _compile(py_func: Callable[..., Any], nrt: bool = False) -> Any:
     """``njit`` a loop closure with the on-disk cache keyed by what it captures."""
     dispatcher = njit(nogil=True, _nrt=nrt)(py_func)

@@ -88,8 +88,28 @@ METRICS: tuple[Metric, ...] = (
     _m("hit_ratio", float, "fraction", "hits / demand_blocks", "ratio"),
 )
 
-BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
+#: Columns a replay adds after :data:`METRICS` only when it runs a timing model other than
+#: ``disk-only`` (:mod:`seqheur.timing`, docs/timing.md); without one the summary is exactly
+#: :data:`METRICS`. ``throughput_mbps`` stays the disk's figure; what the clients see is
+#: ``e2e_throughput_mbps``.
+TIMING_METRICS: tuple[Metric, ...] = (
+    _m("timing", str, "", "timing model spec (canonical; docs/timing.md)", "config"),
+    _m("e2e_seconds", float, "s", "modelled end-to-end time: from the first READ's issue to "
+       "the last reply's arrival at the client", "float"),
+    _m("e2e_throughput_mbps", float, "MB/s (10^6 B/s)", "demand bytes / 10^6 / e2e_seconds: "
+       "the throughput the clients see (null when e2e_seconds is 0)", "ratio"),
+    _m("read_latency_p50_ms", float, "ms", "median READ latency at the client: issue to reply "
+       "received (null without READs)", "float"),
+    _m("read_latency_p95_ms", float, "ms", "95th percentile of the READ latency", "float"),
+    _m("read_latency_p99_ms", float, "ms", "99th percentile of the READ latency", "float"),
+    _m("disk_utilisation", float, "fraction", "disk busy time under the timing model / the "
+       "run's span: e2e_seconds, or until the disk finished its last read if read-ahead "
+       "outlasts the last reply (null when that is 0)", "ratio"),
+)
+
+BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS + TIMING_METRICS}
 SUMMARY_KEYS: tuple[str, ...] = tuple(m.name for m in METRICS)
+TIMING_KEYS: tuple[str, ...] = tuple(m.name for m in TIMING_METRICS)
 #: Counters: integers that add up over the chunks (or iterations) of a replay.
 COUNTERS: tuple[str, ...] = tuple(m.name for m in METRICS if m.kind == "counter")
 
@@ -145,7 +165,7 @@ def summary_frame(rows: Iterable[Mapping[str, Any]]) -> Any:
     rows = list(rows)
     dtypes = {str: pl.Utf8, int: pl.Int64, float: pl.Float64}
     schema: dict[str, Any] = {}
-    for m in METRICS:
+    for m in METRICS + TIMING_METRICS:
         if any(m.name in r for r in rows):
             schema[m.name] = dtypes[m.type]
     for r in rows:

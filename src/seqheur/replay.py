@@ -102,6 +102,8 @@ class ReplayResult:
     ``miss_blocks``, ``cause``), or None when not kept or when they were streamed to the
     Parquet file ``requests_path`` (``requests_to=``; load it with ``polars.scan_parquet``).
     ``actions``: with ``actions=True``, one row per read-ahead action (:func:`actions_frame`),
+    else None. ``timing``: with a timing model other than disk-only, its result
+    (:class:`seqheur.timing.closed_loop.TimingResult`: per-READ issue and completion times),
     else None.
     """
 
@@ -109,6 +111,7 @@ class ReplayResult:
     requests: Any = None
     requests_path: Path | None = None
     actions: Any = None
+    timing: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         """The summary row as a plain dict (JSON-ready: NaN/inf become None)."""
@@ -224,7 +227,8 @@ class Replayer:
                  reorder_window: int = DEFAULT_REORDER_WINDOW, layout: Any = None,
                  drive_cache: bool = True, per_request: bool = True,
                  clip_eof: bool = True, requests_to: str | os.PathLike[str] | None = None,
-                 actions: bool = False, size_source: str | None = None) -> None:
+                 actions: bool = False, size_source: str | None = None,
+                 timing: Any = None) -> None:
         from .detect import make_state
         from .heuristics.registry import parse_detector
         from .tables import parse_table
@@ -285,6 +289,7 @@ class Replayer:
             self.profile_name = getattr(self.disk, "spec", None) or str(profile)  # with options
             self.place = self.disk.place(np.maximum(fsz, 1))
             self.dstate = self.disk.new_state()
+        self._init_timing(timing)
         self.requests_to = Path(requests_to) if requests_to is not None else None
         self.per_request = per_request or self.requests_to is not None
         self._parts: list[dict[str, np.ndarray]] = []
@@ -295,6 +300,23 @@ class Replayer:
         self._run = E.loop(prepare, lookup, E.without_nrt(info.reset), decide, serve,
                            E.admit_replay, E.record_replay)
         self.base = 0
+
+    def _init_timing(self, timing: Any) -> None:
+        """A timing model other than disk-only keeps the READs' times and bytes and every disk
+        read (request, sync, file, offset, length) for the model to run at the end."""
+        from .timing import parse_timing
+
+        spec = parse_timing(timing)
+        self.timing = None if spec is None or spec.disk_only else spec
+        self._timing_result: Any = None
+        self._t_reqs: list[tuple[np.ndarray, ...]] = []
+        self._t_ops: list[tuple[np.ndarray, ...]] = []
+        if self.timing is not None and self.disk is None:
+            raise SeqheurError(f"timing model {self.timing.spec!r} needs a disk profile "
+                               f"(profile=None has no disk time)")
+        if self.timing is not None:
+            for kernel in getattr(self.timing.entry, "kernels", ()):
+                E.cache_by_sources(kernel)
 
     # -- feeding ------------------------------------------------------------------------------
 
@@ -325,6 +347,8 @@ class Replayer:
                 self._flush()
                 self.world = self.world._replace(acts=R.new_action_buffer(
                     1 << int(need * 2 - 1).bit_length(), int(acts.per_block)))
+        if self.timing is not None:
+            self._t_reqs.append((time_ns, file, offset, count))
         keep = self.per_request
         lo = 0
         while lo < n:
@@ -373,6 +397,9 @@ class Replayer:
         k = int(ops.fill.pending)
         if k == 0:
             return
+        if self.timing is not None:
+            self._t_ops.append(tuple(a[:k].copy() for a in (ops.request, ops.sync, ops.file,
+                                                            ops.offset, ops.length)))
         if self.disk is not None:
             res = self.disk.service(ops.file[:k], ops.offset[:k], ops.length[:k], self.place,
                                     self.dstate)
@@ -415,7 +442,34 @@ class Replayer:
             "reorder_window": self.reorder_window,
         }
         row.update(M.derive(row))
-        return {k: row[k] for k in M.SUMMARY_KEYS}
+        out = {k: row[k] for k in M.SUMMARY_KEYS}
+        if self.timing is not None:
+            out["timing"] = self.timing.spec
+            out.update(self.timing_result().summary(int(out["demand_bytes"])))
+        return out
+
+    def timing_result(self) -> Any:
+        """Run the timing model over everything fed so far (once; None without a model)."""
+        if self.timing is None:
+            return None
+        self._flush()
+        if self._timing_result is None:
+            from .timing.closed_loop import TimingInputs
+
+            def cat(parts: list[tuple[np.ndarray, ...]], k: int) -> np.ndarray:
+                if not parts:
+                    return np.zeros(0, np.int64)
+                return np.concatenate([p[k] for p in parts]).astype(np.int64, copy=False)
+
+            file, offset, count = (cat(self._t_reqs, k) for k in (1, 2, 3))
+            eof = self.world.fsize[file] if file.size else np.zeros(0, np.int64)
+            # the bytes each READ gets: clipped at the end of file as the replay clipped it
+            nbytes = np.where(eof >= 0, np.clip(eof - offset, 0, count), count)
+            inputs = TimingInputs(cat(self._t_reqs, 0), file, offset, nbytes,
+                                  *(cat(self._t_ops, k) for k in range(5)),
+                                  disk=self.disk, place=self.place)
+            self._timing_result = self.timing.entry.impl(self.timing.params, inputs)
+        return self._timing_result
 
     def result(self) -> ReplayResult:
         summary = M.summary_frame([self.summary()])
@@ -424,11 +478,13 @@ class Replayer:
                 self._keep({name: np.zeros(0, dtype) for name, dtype in _REQUEST_COLUMNS})
             path = self._sink.close(ReplayResult(summary).parquet_metadata())
             self._sink = None
-            return ReplayResult(summary, None, path, actions=self.actions())
+            return ReplayResult(summary, None, path, actions=self.actions(),
+                                timing=self.timing_result())
         requests = None
         if self.per_request:
             requests = _requests_frame(self._parts)
-        return ReplayResult(summary, requests, actions=self.actions())
+        return ReplayResult(summary, requests, actions=self.actions(),
+                            timing=self.timing_result())
 
     def actions(self) -> Any:
         """The read-ahead actions so far (:func:`actions_frame`), None when not recorded."""
@@ -496,7 +552,7 @@ def replay(stream_or_table: Any, detector: Any = DEFAULT.detector, table: Any = 
            clip_eof: bool = True, progress: bool = False,
            requests_to: str | os.PathLike[str] | None = None,
            config: ReplayConfig | None = None, actions: bool = False,
-           sizes_from: Any = None) -> ReplayResult:
+           sizes_from: Any = None, timing: Any = None) -> ReplayResult:
     """Replay a trace and score its read-ahead (see the module docstring).
 
     ``stream_or_table``: a ReadStream, a request table (Arrow/polars) or a trace path.
@@ -515,7 +571,10 @@ def replay(stream_or_table: Any, detector: Any = DEFAULT.detector, table: Any = 
     end-of-file clipping instead of the arguments. ``actions=True`` records every read-ahead
     action (``ReplayResult.actions``: why each block was read). ``sizes_from``: the trace path
     or request table whose reply attributes give the file sizes when ``stream_or_table`` is
-    an already built ReadStream.
+    an already built ReadStream. ``timing``: a timing model spec (``"closed-loop:slots=8"``,
+    ``"closed-loop:preset=paper-testbed"``; docs/timing.md) whose end-to-end columns
+    (``e2e_seconds``, ``e2e_throughput_mbps``, READ latency percentiles, ``disk_utilisation``)
+    are added to the summary; None or ``"disk-only"``: the summary as without one.
 
     >>> r = replay(ReadStream.from_arrays([0] * 8, range(0, 65536, 8192), 8192), "always",
     ...            "ideal", "fixed:1", profile=None)
@@ -533,7 +592,7 @@ def replay(stream_or_table: Any, detector: Any = DEFAULT.detector, table: Any = 
                   profile=profile, file_sizes=sizes, reorder_window=reorder_window,
                   layout=layout, drive_cache=drive_cache, per_request=per_request,
                   clip_eof=clip_eof, requests_to=requests_to, actions=actions,
-                  size_source=size_source)
+                  size_source=size_source, timing=timing)
     try:
         if progress and len(stream) > _STEP:
             from rich.progress import Progress
@@ -557,12 +616,13 @@ def replay_chunks(chunks: Iterable[ReadStream], detector: Any = DEFAULT.detector
                   drive_cache: bool = True, per_request: bool = True,
                   clip_eof: bool = True,
                   requests_to: str | os.PathLike[str] | None = None,
-                  size_source: str | None = None) -> ReplayResult:
+                  size_source: str | None = None, timing: Any = None) -> ReplayResult:
     """Replay consecutive chunks of one trace; equal to :func:`replay` of their concatenation
     given the same ``file_sizes`` (chunks must share the file numbering). With
     ``requests_to`` the per-request columns go to that Parquet file chunk by chunk, so memory
     stays bounded by the chunk size. ``size_source``: where ``file_sizes`` came from, for the
-    summary (default ``given``)."""
+    summary (default ``given``). ``timing``: as for :func:`replay` (the model keeps every
+    READ's time and bytes and every disk read until the end)."""
     rp: Replayer | None = None
     try:
         for chunk in chunks:
@@ -572,7 +632,7 @@ def replay_chunks(chunks: Iterable[ReadStream], detector: Any = DEFAULT.detector
                               reorder_window=reorder_window, layout=layout,
                               drive_cache=drive_cache, per_request=per_request,
                               clip_eof=clip_eof, requests_to=requests_to,
-                              size_source=size_source)
+                              size_source=size_source, timing=timing)
             rp.feed(chunk)
             del chunk  # not alive while the next one is read
         if rp is None:

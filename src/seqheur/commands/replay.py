@@ -38,12 +38,17 @@ def register(cli: click.Group) -> None:
 @click.option("--actions", "actions_out", type=click.Path(path_type=Path), default=None,
               help="write one row per read-ahead action (why each block was read) to this "
                    "Parquet file")
+@click.option("--timing", "timing", default=None, metavar="SPEC",
+              help="timing model: disk-only (the default: disk time only) or closed-loop"
+                   "[:preset=paper-testbed|lab-loopback][:slots=N,rtt_us=X,...]; adds "
+                   "e2e_seconds, e2e_throughput_mbps, READ latency percentiles and "
+                   "disk_utilisation (docs/timing.md)")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 @click.option("--chunk-rows", type=int, default=1 << 22, show_default=True,
               help="for a dataset directory: READs per chunk of the out-of-core replay")
 def replay(trace: Path, det: str, table: str, policy: str, cache: str, profile: str,
            reorder_window: int, no_eof: bool, plugins: tuple[str, ...],
-           output: Path | None, actions_out: Path | None, as_json: bool,
+           output: Path | None, actions_out: Path | None, timing: str | None, as_json: bool,
            chunk_rows: int) -> None:
     """Replay a trace through a detector, table model, read-ahead policy, buffer cache and
     disk model, and score the read-ahead.
@@ -67,6 +72,10 @@ def replay(trace: Path, det: str, table: str, policy: str, cache: str, profile: 
 
     load_plugins(plugins)
     prof = None if profile.strip().lower() == "none" else profile
+    if timing is not None:
+        from ..timing import parse_timing
+
+        parse_timing(timing)  # a bad spec fails before the trace is read
     # per-request columns only when they are written (requests_to streams them step by step)
     if is_dataset(trace):
         from ..outofcore import replay_dataset
@@ -76,7 +85,8 @@ def replay(trace: Path, det: str, table: str, policy: str, cache: str, profile: 
                                    "dataset directory (actions are kept in memory)")
         result = replay_dataset(trace, chunk_rows, detector=det, table=table, policy=policy,
                                 cache=cache, profile=prof, reorder_window=reorder_window,
-                                clip_eof=not no_eof, per_request=False, requests_to=output)
+                                clip_eof=not no_eof, per_request=False, requests_to=output,
+                                timing=timing)
     else:
         stream = read_stream(trace)
         if len(stream) == 0:
@@ -88,7 +98,7 @@ def replay(trace: Path, det: str, table: str, policy: str, cache: str, profile: 
         result = run_replay(stream, det, table, policy, cache, prof, reorder_window=reorder_window,
                             clip_eof=not no_eof, progress=True, per_request=False,
                             requests_to=output, actions=actions_out is not None,
-                            sizes_from=trace)
+                            sizes_from=trace, timing=timing)
         if actions_out is not None:
             from ..io import atomic_path
 
@@ -112,7 +122,9 @@ def _print(summary: dict) -> None:
     t = Table(title="replay summary", show_header=False)
     t.add_column("key")
     t.add_column("value", justify="right", overflow="fold")
-    units = {"throughput_mbps": THROUGHPUT_UNIT, "disk_seconds": "s"}
+    units = {"throughput_mbps": THROUGHPUT_UNIT, "disk_seconds": "s", "e2e_seconds": "s",
+             "e2e_throughput_mbps": THROUGHPUT_UNIT, "read_latency_p50_ms": "ms",
+             "read_latency_p95_ms": "ms", "read_latency_p99_ms": "ms"}
     for k, v in summary.items():
         label = f"{k} [{units[k]}]" if k in units else k
         if is_undefined(v):  # a ratio over 0, or no disk model: say why, never "nan"

@@ -1,0 +1,294 @@
+"""Timing models (seqheur.timing, docs/timing.md): the spec grammar with presets, the laws of
+the closed-loop model, and that disk-only (or no model) leaves the summary as it was."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from seqheur import metrics as M
+from seqheur import options as O
+from seqheur.errors import SeqheurError, SpecError
+from seqheur.replay import observed_file_sizes, replay, replay_chunks
+from seqheur.streams import ReadStream
+from seqheur.timing import TIMINGS, parse_timing, registered_timings
+from seqheur.timing.closed_loop import PRESETS, Params
+
+K8 = 8192
+IDEAL = "closed-loop:slots=1:think=none:rtt_us=0:cpu_us=0:link_mbps=0:host_mbps=0"
+
+
+@st.composite
+def streams(draw, max_files: int = 4, max_n: int = 60, max_count: int = 4 * K8):
+    """A few files read sequentially, with jumps back and forth; request times increasing."""
+    n = draw(st.integers(1, max_n))
+    files = draw(st.integers(1, max_files))
+    seed = draw(st.integers(0, 2 ** 16))
+    rng = np.random.default_rng(seed)
+    f = rng.integers(0, files, n)
+    pos = np.zeros(files, np.int64)
+    off = np.empty(n, np.int64)
+    cnt = rng.choice([K8, K8, 2 * K8, 4096, 0, max_count], n)
+    for i in range(n):
+        if rng.random() < 0.2:
+            pos[f[i]] = int(rng.integers(0, 64)) * K8
+        off[i] = pos[f[i]]
+        pos[f[i]] += cnt[i]
+    t = np.cumsum(rng.integers(0, 3_000_000, n))
+    return ReadStream.from_arrays(f * 31 + 7, off, cnt, time_ns=t)
+
+
+def _summary(s: ReadStream, timing=None, policy: str = "auto", profile: str = "ide-7200",
+             detector: str = "freebsd4", **kw):
+    return replay(s, detector, "freebsd4", policy, profile=profile, file_sizes="observed",
+                  per_request=False, timing=timing, **kw)
+
+
+# --------------------------------------------------------------------------------------------
+# the grammar
+
+
+def test_registry_and_presets() -> None:
+    assert TIMINGS.names() == ["disk-only", "closed-loop"]
+    for name, e in TIMINGS.entries().items():
+        assert e.name == name and e.doc and e.source and e.builtin
+        for o in O.options(e.params):
+            assert o.doc and (o.unit or o.kind in ("choice", "bool")), (name, o.name)
+    rows = {r["name"]: r for r in registered_timings()}
+    assert set(rows["closed-loop"]["presets"]) == {"paper-testbed", "lab-loopback"}
+    p = parse_timing("closed-loop:preset=paper-testbed").params
+    assert (p.slots, p.nfsd, p.rsize, p.link_mbps) == (8, 8, 8192, 125.0)
+    for preset, values in PRESETS.items():
+        p = parse_timing(f"closed-loop:preset={preset}").params
+        assert {k: getattr(p, k) for k in values} == values
+    # options after a preset override it; the canonical spec keeps the preset
+    t = parse_timing("closed-loop:preset=paper-testbed:slots=2,rtt_us=0")
+    assert (t.params.slots, t.params.rtt_us, t.params.nfsd) == (2, 0.0, 8)
+    assert t.spec == "closed-loop:preset=paper-testbed:slots=2:rtt_us=0.0"
+    # a value equal to the default but not to the preset survives the round trip
+    t = parse_timing("closed-loop:preset=paper-testbed:scheduler=fifo")
+    assert parse_timing(t.spec).params == t.params and t.params.scheduler == "fifo"
+    assert parse_timing("disk-only").spec == "disk-only" and parse_timing("disk-only").disk_only
+    assert parse_timing(None) is None
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_spec_round_trip(data) -> None:
+    values = {}
+    for o in O.options(Params):
+        if not data.draw(st.booleans()):
+            continue
+        if o.kind == "choice":
+            values[o.name] = data.draw(st.sampled_from(o.choices))
+        elif o.kind == "float":
+            values[o.name] = data.draw(st.floats(0, 1e4, allow_nan=False).map(
+                lambda x: round(x, 3)))
+        else:
+            values[o.name] = data.draw(st.integers(1, 1 << 20))
+    text = "closed-loop" + "".join(f":{k}={O.Option(k, v, 'str').format(v)}"
+                                   for k, v in values.items())
+    t = parse_timing(text)
+    for k, v in values.items():
+        assert getattr(t.params, k) == v, (k, text)
+    again = parse_timing(t.spec)
+    assert again.params == t.params and again.spec == t.spec  # canonical is a fixed point
+
+
+@pytest.mark.parametrize("spec, match", [
+    ("closed-lop", r"unknown timing model 'closed-lop'; valid: disk-only, closed-loop"),
+    ("closed-loop:slotz=3", r"unknown option 'slotz'; valid: preset=none .*slots=8 count"),
+    ("closed-loop:preset=paper", r"expected one of none\|paper-testbed\|lab-loopback"),
+    ("closed-loop:slots=0", r"slots must be >= 1"),
+    ("closed-loop:rtt_us=-1", r"rtt_us must be >= 0"),
+    ("closed-loop:scheduler=sstf", r"expected one of fifo\|cscan"),
+    ("closed-loop:slots=4:slots=5", r"given twice"),
+    ("disk-only:slots=1", r"unknown option 'slots'; valid: none"),
+    ("", r"non-empty"),
+])
+def test_spec_errors(spec: str, match: str) -> None:
+    with pytest.raises(SpecError, match=match):
+        parse_timing(spec)
+
+
+def test_timing_needs_a_disk() -> None:
+    s = ReadStream.from_arrays([0] * 4, range(0, 4 * K8, K8), K8)
+    with pytest.raises(SeqheurError, match="needs a disk profile"):
+        replay(s, profile=None, timing="closed-loop")
+    assert "e2e_seconds" not in replay(s, profile=None, timing="disk-only").to_dict()
+
+
+def test_cli_timing() -> None:
+    from seqheur.cli import cli
+    from seqheur.demo import bundled_trace
+
+    t = bundled_trace()
+    r = CliRunner().invoke(cli, ["replay", str(t), "--timing", "closed-loop:slotz=1"])
+    assert r.exit_code != 0 and "unknown option 'slotz'" in r.output
+    assert "slots=8 count" in r.output
+    r = CliRunner().invoke(cli, ["replay", str(t), "--timing",
+                                 "closed-loop:preset=paper-testbed", "--json"])
+    assert r.exit_code == 0, r.output
+    import json
+
+    d = json.loads(r.output)
+    assert d["timing"] == "closed-loop:preset=paper-testbed"
+    assert d["e2e_seconds"] > 0 and d["e2e_throughput_mbps"] > 0
+    r = CliRunner().invoke(cli, ["replay", str(t), "--timing", "closed-loop"])
+    assert r.exit_code == 0 and "e2e_throughput_mbps [MB/s" in r.output
+
+
+# --------------------------------------------------------------------------------------------
+# laws
+
+
+@settings(max_examples=25, deadline=None)
+@given(s=streams(), policy=st.sampled_from(["auto", "none", "fixed:2"]),
+       a=st.integers(1, 6), more=st.integers(1, 6), rtt=st.sampled_from([0, 50, 500]),
+       cpu=st.sampled_from([0, 20, 300]), nfsd=st.integers(1, 8))
+def test_more_slots_never_lower_e2e_throughput_under_fifo(s, policy, a, more, rtt, cpu,
+                                                          nfsd) -> None:
+    """FIFO disk, idle at the start, no drive cache (the drive reading ahead while idle would
+    make the disk itself faster when the clients leave it idle), requests of at most rsize
+    bytes (one RPC each, so the disk queue sees the same order): more slots only issue
+    earlier."""
+    spec = f"closed-loop:rtt_us={rtt}:cpu_us={cpu}:nfsd={nfsd}:scheduler=fifo"
+    few = _summary(s, f"{spec}:slots={a}", policy, "ide-7200:drive_cache=false").to_dict()
+    many = _summary(s, f"{spec}:slots={a + more}", policy,
+                    "ide-7200:drive_cache=false").to_dict()
+    assert many["e2e_seconds"] <= few["e2e_seconds"] * (1 + 1e-9) + 1e-12
+    if few["demand_bytes"]:
+        assert many["e2e_throughput_mbps"] >= few["e2e_throughput_mbps"] * (1 - 1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(s=streams(), profile=st.sampled_from(["ide-7200", "scsi-10k",
+                                             "ide-7200:drive_cache=false"]),
+       scheduler=st.sampled_from(["fifo", "cscan"]))
+def test_ideal_client_and_network_is_the_disk_time(s, profile, scheduler) -> None:
+    """Infinite bandwidth, no round trip, no CPU, one slot, no think time, no read-ahead:
+    the READs see exactly the disk's busy time (one read at a time: cscan has no choice)."""
+    d = _summary(s, f"{IDEAL}:scheduler={scheduler}", "none", profile).to_dict()
+    assert d["e2e_seconds"] == pytest.approx(d["disk_seconds"], rel=1e-9, abs=1e-12)
+    if d["disk_seconds"] > 0:
+        assert d["disk_utilisation"] == pytest.approx(1.0, rel=1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(s=streams(), detector=st.sampled_from(["freebsd4", "slowdown", "linux-6",
+                                              "linux-3.12"]),
+       spec=st.sampled_from(["closed-loop", "closed-loop:preset=paper-testbed",
+                             "closed-loop:preset=lab-loopback:think=trace",
+                             "closed-loop:slots=3:scheduler=cscan:rsize=4096"]),
+       shrink=st.integers(0, 3))
+def test_bytes_are_conserved(s, detector, spec, shrink) -> None:
+    """The replies carry the bytes the READs asked for after end-of-file clipping; the disk
+    reads of the model are the replay's; every READ completes after it was issued."""
+    sizes = observed_file_sizes(s) >> shrink  # smaller files: clipping
+    r = replay(s, detector, "freebsd4", profile="ide-7200", file_sizes=sizes,
+               per_request=False, timing=spec)
+    d = r.to_dict()
+    assert r.timing.client_bytes == d["demand_bytes"]
+    assert r.timing.disk_bytes == d["disk_bytes"]
+    assert r.timing.issue_s.size == d["requests"] == len(s)
+    assert (r.timing.done_s >= r.timing.issue_s).all()
+    assert d["e2e_seconds"] >= 0 and 0 <= (d["disk_utilisation"] or 0) <= 1 + 1e-9
+    if d["requests"]:
+        assert d["read_latency_p50_ms"] <= d["read_latency_p95_ms"] <= d["read_latency_p99_ms"]
+
+
+@settings(max_examples=20, deadline=None)
+@given(s=streams(), policy=st.sampled_from(["auto", "none", "fixed:4", "freebsd-cluster"]))
+def test_disk_only_leaves_the_summary_unchanged(s, policy) -> None:
+    base = _summary(s, None, policy).to_dict()
+    assert tuple(base) == M.SUMMARY_KEYS
+    same = _summary(s, "disk-only", policy)
+    assert same.to_dict() == base and same.timing is None
+    closed = _summary(s, "closed-loop:preset=paper-testbed", policy).to_dict()
+    assert tuple(closed) == M.SUMMARY_KEYS + M.TIMING_KEYS
+    assert {k: closed[k] for k in M.SUMMARY_KEYS} == base  # the model only adds columns
+
+
+def test_chunks_give_the_same_timing() -> None:
+    rng = np.random.default_rng(5)
+    n = 600
+    f = rng.integers(0, 5, n)
+    off = np.zeros(n, np.int64)
+    pos = np.zeros(5, np.int64)
+    for i in range(n):
+        off[i] = pos[f[i]]
+        pos[f[i]] += K8
+    s = ReadStream.from_arrays(f, off, K8, time_ns=np.arange(n) * 200_000)
+    sizes = observed_file_sizes(s)
+    spec = "closed-loop:preset=paper-testbed:think=trace"
+    one = replay(s, file_sizes=sizes, per_request=False, timing=spec)
+    cut = replay_chunks((s.slice(a, b) for a, b in [(0, 17), (17, 300), (300, n)]),
+                        file_sizes=sizes, per_request=False, timing=spec)
+    assert cut.to_dict() == one.to_dict()
+    np.testing.assert_array_equal(cut.timing.done_s, one.timing.done_s)
+
+
+def test_think_trace_never_issues_before_the_trace_time() -> None:
+    n = 50
+    t = np.arange(n) * 10_000_000 + 5_000_000  # 10 ms apart, the first at 5 ms
+    s = ReadStream.from_arrays([0] * n, np.arange(n) * K8, K8, time_ns=t)
+    r = replay(s, profile="ide-7200", file_sizes="observed", per_request=False,
+               timing="closed-loop:think=trace")
+    assert (r.timing.issue_s >= (t - t[0]) / 1e9 - 1e-12).all()
+    assert r["e2e_seconds"] >= (t[-1] - t[0]) / 1e9
+    none = replay(s, profile="ide-7200", file_sizes="observed", per_request=False,
+                  timing="closed-loop")
+    assert none["e2e_seconds"] < r["e2e_seconds"]
+
+
+def test_read_ahead_does_not_hold_its_read_but_a_later_read_waits() -> None:
+    """One sequential reader, read-ahead of 8 blocks, both READs issued at once: the first
+    replies after its own block, before its read-ahead is done; the second (a hit on a block
+    still being read ahead) waits for that read, though it issues no demand read."""
+    s = ReadStream.from_arrays([0] * 2, [0, K8], K8)
+    r = replay(s, "always", "ideal", "fixed:8", profile="ide-7200:drive_cache=false",
+               file_sizes=[20 * K8], per_request=False,
+               timing=IDEAL.replace("slots=1", "slots=2"))
+    done = r.timing.done_s
+    assert r["disk_sync_ops"] == 1 and r["hits"] == 1
+    assert 0 < done[0] < done[1] <= r.timing.disk_end_s
+
+
+def test_params_are_frozen() -> None:
+    p = parse_timing("closed-loop").params
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.slots = 3  # type: ignore[misc]
+
+
+def test_a_plug_in_timing_model() -> None:
+    """register_timing: a params dataclass and ``run(params, inputs) -> TimingResult``."""
+    from seqheur.options import param
+    from seqheur.timing import register_timing
+    from seqheur.timing.closed_loop import TimingResult
+
+    @dataclasses.dataclass(frozen=True)
+    class Fixed:
+        ms: float = param(2.0, unit="ms", doc="every READ takes this long, one at a time")
+
+    def run(params, inputs):
+        n = inputs.time_ns.size
+        issue = np.arange(n) * params.ms / 1e3
+        return TimingResult(issue, issue + params.ms / 1e3, 0.0, 0.0,
+                            int(inputs.nbytes.sum()), int(inputs.op_length.sum()))
+
+    register_timing("toy-fixed", params=Fixed, run=run, doc="toy", replace=True)
+    try:
+        s = ReadStream.from_arrays([0] * 10, np.arange(10) * K8, K8)
+        r = replay(s, profile="ide-7200", file_sizes="observed", timing="toy-fixed:ms=3")
+        assert r["timing"] == "toy-fixed:ms=3.0"
+        assert r["e2e_seconds"] == pytest.approx(0.03)
+        assert r["read_latency_p99_ms"] == pytest.approx(3.0)
+    finally:
+        TIMINGS.unregister("toy-fixed")
+    with pytest.raises(SpecError, match="unknown timing model 'toy-fixed'"):
+        parse_timing("toy-fixed")
