@@ -80,6 +80,12 @@ def ingest(traces: tuple[str, ...], output: Path, fmt: str | None, as_json: bool
             click.echo(f"  skipped {n}: {reason}")
         for record, reason, detail in report.examples[:5]:
             click.echo(f"    e.g. record {record}: {reason}" + (f" ({detail})" if detail else ""))
+        programs = report.extra.get("rpc_programs") or {}
+        if rows == 0 and report.parsed and "nfs" not in programs:
+            # parsed frames that made no rows: say what they were, not just "0 rows"
+            seen = ", ".join(f"{name} {n}" for name, n in sorted(programs.items()))
+            click.echo("  no NFS in the parsed records" + (f" (RPC programs: {seen})"
+                                                            if seen else ""))
         for e in errors:
             click.echo(f"  FAILED {e['source']}: {e['error']}")
     stopped = report.extra.get("stopped")
