@@ -57,10 +57,11 @@ LOOKBACK = 32
 #: Named sets of values (``closed-loop:preset=NAME``); docs/timing.md gives every figure's
 #: source, or says it is assumed and why.
 PRESETS: dict[str, dict[str, Any]] = {
-    # Ellard & Seltzer 2003 testbed: gigabit Ethernet, 8 nfsds, 8 nfsiods, UDP, 8 KiB reads;
-    # rtt, cpu and the host ceiling are assumed (docs/timing.md)
+    # Ellard & Seltzer 2003 testbed (sections 4.1, 5.3): gigabit Ethernet, the server's PCI
+    # DMA measured at 54 MB/s, 8 nfsds, 8 nfsiods, UDP, 8 KiB reads, a cyclic elevator
+    # (bufqdisksort); rtt and cpu are assumed (docs/timing.md)
     "paper-testbed": dict(slots=8, rsize=8192, nfsd=8, link_mbps=125.0, rtt_us=100.0,
-                          host_mbps=133.0, cpu_us=50.0, scheduler="cscan"),
+                          host_mbps=54.0, cpu_us=50.0, scheduler="cscan"),
     # a client and server on one machine over loopback: no wire, a short round trip
     "lab-loopback": dict(slots=16, rsize=1048576, nfsd=16, link_mbps=0.0, rtt_us=30.0,
                          host_mbps=0.0, cpu_us=20.0, scheduler="fifo"),
