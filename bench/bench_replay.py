@@ -7,7 +7,8 @@ adjacent swaps (``bench_detect.make_stream``, the same stream as the detector be
   policy ``freebsd4-cluster`` (16 KiB blocks) + 256 MiB LRU buffer cache + prefetch/cause
   metrics + the ``ide-7200`` disk-time model; summary only (``per_request=False``). Extra
   figures: the same with per-request columns, Linux 3.12 and Linux 6 read-ahead with ``raparms``
-  (and linux-6 against linux-3.12, target within 1.3x), the full
+  (and linux-6 against linux-3.12, target within 1.3x), the closed-loop timing model on top
+  of the full replay (target: adds at most 30 %), the full
   replay without the disk model, and seqheur's LRU kernel alone (``cache.lru_misses``) on the
   peer's block trace — what the peer does, so the ratio of the last is LRU against LRU.
 * peer: libcachesim (PyPI ``libcachesim``) LRU of 256 MiB, C ``process_trace`` over the demand
@@ -88,6 +89,11 @@ def main() -> int:
                                 per_request=False),
     }
 
+    # the end-to-end timing model on top of the full pipeline (target: adds <= 30 %)
+    configs["full+closed-loop"] = dict(detector="freebsd4", table="nfsheur:64x4",
+                                       policy="freebsd4-cluster", per_request=False,
+                                       timing="closed-loop:preset=paper-testbed")
+
     # where the time goes: the full pipeline without the disk model, and seqheur's LRU kernel
     # alone on the same block trace (the work libcachesim's process_trace does)
     configs["full, no disk model"] = dict(detector="freebsd4", table="nfsheur:64x4",
@@ -142,6 +148,13 @@ def main() -> int:
                     "peer_name": "seqheur replay linux-3.12+raparms, same run",
                     "ratio": l6 / l312, "target": ">= 1/1.3 (within 1.3x of linux-3.12)",
                     "met": bool(l6 * 1.3 >= l312)})
+    tl, full_med = float(np.median(cpu["full+closed-loop"])), float(np.median(cpu["full"]))
+    figures.append({"metric": "replay full + closed-loop timing against full (M req/s/core)",
+                    "unit": "M requests/s", "seqheur": summarize(cpu["full+closed-loop"]),
+                    "peer": summarize(cpu["full"]),
+                    "peer_name": "seqheur replay full (disk-only), same run",
+                    "ratio": tl / full_med, "target": ">= 1/1.3 (timing adds <= 30 %)",
+                    "met": bool(tl * 1.3 >= full_med)})
     full = last["full"].to_dict()
     notes = ("wall medians (M req/s): " + ", ".join(f"{k} {np.median(v):.1f}" for k, v in wall.items())
              + f". LRU check (policy none): {check['misses']} misses = libcachesim's. "
