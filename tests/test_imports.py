@@ -48,7 +48,7 @@ LAYERS = [
     ("ingest", ("ingest", "workloads")),
     ("streams", ("streams",)),
     ("models", ("heuristics", "tables", "cache", "readahead", "disk", "metrics", "timing")),
-    ("engine", ("engine", "config", "detect", "replay", "outofcore", "export")),
+    ("engine", ("engine", "config", "detect", "replay", "outofcore", "export", "bound")),
     ("report", ("report", "sweep", "lab", "demo", "kernelcheck")),
     ("front", ("commands", "cli", "__main__", "__init__")),
 ]

@@ -64,6 +64,7 @@ _API: dict[str, str] = {
     # replay and scoring
     "replay": "replay:replay",
     "replay_chunks": "replay:replay_chunks",
+    "bound": "bound:bound",
     "Replayer": "replay:Replayer",
     "ReplayResult": "replay:ReplayResult",
     "parse_policy": "readahead:parse_policy",

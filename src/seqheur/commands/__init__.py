@@ -15,6 +15,7 @@ MODULES = [
     "export",  # export --format nfsdump
     "detect",  # detectors, tables, detect
     "replay",  # replay
+    "bound",  # bound (Belady, disk lower bound)
     "report",  # compare, reproduce, sweep
     "lab",  # lab list, lab run
     "kernel",  # kernel-check

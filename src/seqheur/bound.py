@@ -1,0 +1,472 @@
+"""How much any schedule leaves on the table: lower bounds on a trace (``seqheur bound``).
+
+    r = seqheur.bound("t.parquet", cache="256MiB", profile="ide-7200")
+    r["lower_bound_disk_seconds"], r["belady_misses"], r["lru_misses"], r["distinct_blocks"]
+
+The trace becomes a ReadStream and file sizes exactly as in :func:`seqheur.replay.replay`
+(:func:`seqheur.replay.file_sizes_for`: reply attributes, else the largest byte read); each
+READ is clipped at its file's end and covers the blocks ``offset // B .. (offset + n - 1) //
+B`` (B = ``block_size``), in trace order: the *demand reference sequence*.
+
+**Belady.** ``belady_misses``: Belady's MIN (on a miss with the cache full, evict the block
+whose next use is furthest in the future) over the demand references, demand only, with a
+cache of ``cache_bytes // B`` blocks: the fewest loads any schedule, prefetching or not, can
+make with that cache. ``lru_misses``: a plain LRU (:func:`seqheur.cache.lru_misses`).
+
+**The disk lower bound** (``lower_bound_disk_seconds``) is a bound of *our* disk model
+(:mod:`seqheur.disk.model`), for the files placed as the replay places them
+(``DiskModel.place``), whatever the detector, table, policy and cache. Its terms:
+
+* ``bound_first_seconds``: the first disk read of any schedule finds the head unknown: one
+  random positioning plus one command overhead.
+* ``bound_transfer_seconds``: every distinct demanded block's bytes (clipped at EOF), each at
+  the fastest media rate a read that covers it can be charged (below).
+* ``bound_gap_seconds``: the demanded bytes, sorted by disk address, form *runs*; every gap
+  ``g`` between consecutive runs costs ``G(g)``, where ``G(d) = min(P(d), d / r_max)``, ``P``
+  the model's positioning time for a seek of distance ``d`` (``_positioning``: seek curve +
+  rotation, made non-decreasing from the right) and ``r_max`` the fastest zone.
+* ``bound_reread_seconds``: ``belady_misses_drive - distinct_blocks`` blocks (Belady at the
+  buffer cache plus every block the drive's segments can touch) re-read from the media, each
+  at least the cheapest block's transfer term.
+
+Why no schedule beats it. In the model every second of disk time does at most one piece of
+*media work*: a positioning, a media read of ``L`` bytes charged ``L / rate(zone of its
+start)`` (a host ceiling only slows it), the drive's own read-ahead, which reads at that rate
+during a cache hit's time or the next op's first ``min_prefetch_bytes``; a drive-cache hit's
+own bus transfer runs alongside and is not counted. Segments hold only bytes read from the
+media, so the media work is a walk of the head over addresses, made of forward reads and
+jumps (positionings), that reads every demanded byte at least once.
+
+1. *Transfer.* A read covering byte ``y`` starts no more than ``L + RA`` bytes before it
+   (``L``: the longest piece a read can have, a file's length rounded to blocks or the extent;
+   ``RA``: the drive's read-ahead, which a streaming read may cover first); when ``y`` is at
+   least one block past the start of its file's (or extent's) region it starts no earlier than
+   ``RA`` before that region (only a partial last block, read whole, spills past a file's
+   region). So ``y`` costs at least ``1 / max(rate of the zones it may start in)`` - the zone's
+   own rate except near a zone boundary.
+2. *Gaps.* ``G`` is below every jump (``P``) and every read over ``d`` bytes (``d / r_max``),
+   non-decreasing, and subadditive: checked exactly at construction (a piecewise-linear
+   ``G(a) + G(b) - G(a + b)`` is smallest at a vertex of its cells); if a profile's curve
+   failed the check, ``G`` falls back to ``min(min P, d / r_max)``, which is concave
+   (``bound_gap_cost`` says which). So ``G`` of distances is a metric on the line: the
+   head's way from the last byte it touched in one run to the first byte of the next run it
+   touches costs at least ``G`` of their distance, and the runs it passes through in turn form
+   a connected walk over all runs, which costs at least a minimum spanning tree; on a line,
+   with a non-decreasing ``G``, that tree joins neighbours: the sum of ``G(gap)``. A long seek
+   over several gaps is therefore never undercounted; a short positioning *into* a gap
+   (read-ahead that read part of it) is paid by the reads over the rest.
+3. *Re-reads.* A block with no copy in the buffer cache and no byte in any drive segment must
+   have all its bytes read from the media again before its next use. The buffer cache and the
+   blocks touching the segments together hold at most ``C + D`` blocks
+   (``drive_cache_blocks``), so by Belady's optimality at least ``belady_misses_drive`` such
+   loads happen; those past the first of each block re-read bytes the transfer term counted
+   once already. (With the drive's cache off, ``D = 0`` and the term is Belady's own extra
+   misses.)
+
+Terms 1-3 count disjoint media work, and the first read's positioning and overhead come on
+top. The argument assumes what every built-in policy does: a read of a block transfers its
+bytes up to the end of the file (``readahead.op_bytes``) and no read passes a file's last
+block; replay runs its disk back to back (no idle time, in which the drive would read ahead
+for free). The bound is *not* achievable in general: it ignores the order of requests
+(a schedule must serve READs in trace order with a bounded cache), per-command overheads after
+the first, and prices each gap at its cheapest crossing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+from numba import njit
+
+from . import cache as C
+from .config import DEFAULT, resolve_policy
+from .errors import SeqheurError
+from .options import parse_size
+from .replay import _as_stream, file_sizes_for
+from .streams import ReadStream
+
+_ALIGN = 4096  # the disk model's file alignment (DiskModel.place)
+
+# -------------------------------------------------------------------------------------------
+# the demand reference sequence
+
+
+@njit(cache=True, nogil=True)
+def _count_refs(file, offset, count, sizes, bs):
+    n = 0
+    for i in range(file.shape[0]):
+        size = sizes[file[i]]
+        off = offset[i]
+        cnt = min(np.int64(count[i]), size - off)
+        if cnt > 0:
+            n += (off + cnt - 1) // bs - off // bs + 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _fill_refs(file, offset, count, sizes, bs, out_file, out_block):
+    k = 0
+    for i in range(file.shape[0]):
+        f = file[i]
+        off = offset[i]
+        cnt = min(np.int64(count[i]), sizes[f] - off)
+        if cnt > 0:
+            for b in range(off // bs, (off + cnt - 1) // bs + 1):
+                out_file[k] = f
+                out_block[k] = b
+                k += 1
+
+
+def demand_refs(stream: ReadStream, sizes: np.ndarray, block_size: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(file, block) of every demanded block, READ by READ in trace order, each READ clipped
+    at its file's end as replay clips it."""
+    file = np.ascontiguousarray(stream.file)
+    offset = np.ascontiguousarray(stream.offset, dtype=np.int64)
+    count = np.ascontiguousarray(stream.count)
+    sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+    bs = np.int64(block_size)
+    n = _count_refs(file, offset, count, sizes, bs)
+    out_file = np.empty(n, np.int64)
+    out_block = np.empty(n, np.int64)
+    _fill_refs(file, offset, count, sizes, bs, out_file, out_block)
+    return out_file, out_block
+
+
+# -------------------------------------------------------------------------------------------
+# Belady's MIN
+
+
+@njit(cache=True, nogil=True)
+def next_uses(ids, n_ids):
+    """For each reference, the index of the next reference to the same block (len: never)."""
+    n = ids.shape[0]
+    nxt = np.empty(n, np.int64)
+    last = np.full(n_ids, n, np.int64)
+    for i in range(n - 1, -1, -1):
+        nxt[i] = last[ids[i]]
+        last[ids[i]] = i
+    return nxt
+
+
+@njit(cache=True, nogil=True)
+def _heap_push(keys, vals, size, key, val):
+    """Push (key, val) on the max-heap held in keys[:size], vals[:size]; returns the size."""
+    i = size
+    keys[i] = key
+    vals[i] = val
+    while i > 0:
+        parent = (i - 1) >> 1
+        if keys[parent] >= keys[i]:
+            break
+        keys[parent], keys[i] = keys[i], keys[parent]
+        vals[parent], vals[i] = vals[i], vals[parent]
+        i = parent
+    return size + 1
+
+
+@njit(cache=True, nogil=True)
+def _heap_pop(keys, vals, size):
+    """Remove the largest key; returns (key, val, new size)."""
+    key = keys[0]
+    val = vals[0]
+    size -= 1
+    keys[0] = keys[size]
+    vals[0] = vals[size]
+    i = 0
+    while True:
+        big = i
+        left = 2 * i + 1
+        if left < size and keys[left] > keys[big]:
+            big = left
+        if left + 1 < size and keys[left + 1] > keys[big]:
+            big = left + 1
+        if big == i:
+            break
+        keys[big], keys[i] = keys[i], keys[big]
+        vals[big], vals[i] = vals[i], vals[big]
+        i = big
+    return key, val, size
+
+
+@njit(cache=True, nogil=True)
+def belady_misses(ids, nxt, capacity, n_ids):
+    """Demand misses of Belady's MIN with ``capacity`` blocks, O(n log n): a max-heap of
+    (next use, block) with lazy deletion (an entry is current while its key is the block's
+    next use and the block is resident)."""
+    n = ids.shape[0]
+    if capacity >= n_ids:
+        return n_ids
+    resident = np.zeros(n_ids, np.bool_)
+    next_of = np.zeros(n_ids, np.int64)
+    keys = np.empty(n, np.int64)
+    vals = np.empty(n, np.int64)
+    heap = 0
+    used = 0
+    misses = 0
+    for i in range(n):
+        b = ids[i]
+        if not resident[b]:
+            misses += 1
+            if used >= capacity:
+                while True:  # the resident block used furthest in the future
+                    key, victim, heap = _heap_pop(keys, vals, heap)
+                    if resident[victim] and next_of[victim] == key:
+                        break
+                resident[victim] = False
+                used -= 1
+            resident[b] = True
+            used += 1
+        next_of[b] = nxt[i]
+        heap = _heap_push(keys, vals, heap, nxt[i], b)
+    return misses
+
+
+def belady(keys: np.ndarray, capacity: int | None) -> int:
+    """Belady's MIN demand misses of a reference sequence of hashable int64 keys (None: an
+    unbounded cache, the number of distinct keys)."""
+    uniq, ids = np.unique(np.asarray(keys, np.int64), return_inverse=True)
+    if capacity is None:
+        return int(uniq.size)
+    ids = ids.astype(np.int64)
+    return int(belady_misses(ids, next_uses(ids, uniq.size), int(capacity), uniq.size))
+
+
+# -------------------------------------------------------------------------------------------
+# the disk lower bound
+
+
+@njit(cache=True, nogil=True)
+def _block_pieces(bfile, bblock, blen, bs, ext_first, ext_base, extent_bytes, out_addr,
+                  out_len, out_base, out_owner):
+    """Physically contiguous pieces of each block (as ``disk.model.service_kernel`` maps file
+    offsets: extent by extent); ``out_base``: the start of the piece's region (its file's for
+    a contiguous layout, else its extent's). Returns the number of pieces."""
+    m = 0
+    for i in range(bfile.shape[0]):
+        f = bfile[i]
+        off = bblock[i] * bs
+        rem = blen[i]
+        nfext = ext_first[f + 1] - ext_first[f]
+        while rem > 0:
+            k = off // extent_bytes
+            within = off - k * extent_bytes
+            if k < nfext:
+                base = ext_base[ext_first[f] + k]
+            else:
+                base = ext_base[ext_first[f] + nfext - 1] + (k - nfext + 1) * extent_bytes
+            piece = min(rem, extent_bytes - within)
+            out_addr[m] = base + within
+            out_len[m] = piece
+            out_base[m] = base
+            out_owner[m] = i
+            m += 1
+            rem -= piece
+            off += piece
+    return m
+
+
+def distance_cost(model: Any) -> tuple[Callable[[np.ndarray], np.ndarray], str]:
+    """``G`` of the module docstring for a DiskModel, and how it was made: ``"positioning"``
+    (``min(P(d), d / r_max)``, checked subadditive) or ``"min-positioning"`` (the fallback)."""
+    r = float(model.zone_rate.max())
+    if model.seek_d.size == 0:  # no curve: every positioning is the random one
+        p0 = float(model.fparams[3])
+        return (lambda d: np.minimum(np.asarray(d, np.float64) / r, p0)), "positioning"
+    dpts = np.asarray(model.seek_d, np.float64)
+    tpts = np.minimum.accumulate(np.asarray(model.seek_t, np.float64)[::-1])[::-1]
+
+    def g(d: Any) -> np.ndarray:
+        d = np.asarray(d, np.float64)
+        return np.minimum(np.interp(d, dpts, tpts), d / r)
+
+    # breakpoints of g: the curve's, and where d / r crosses each of its pieces
+    pts = [0.0, *dpts.tolist(), tpts[0] * r, tpts[-1] * r]
+    for j in range(dpts.size - 1):
+        s = (tpts[j + 1] - tpts[j]) / (dpts[j + 1] - dpts[j])
+        if s != 1.0 / r:
+            x = (tpts[j] - s * dpts[j]) / (1.0 / r - s)
+            if dpts[j] < x < dpts[j + 1]:
+                pts.append(x)
+    b = np.unique(np.asarray(pts, np.float64))
+    b = np.append(b, 2.0 * b[-1] + 1.0)
+    a1, b1 = np.meshgrid(b, b)
+    s2, a2 = np.meshgrid(b, b)
+    a = np.concatenate([a1.ravel(), a2.ravel()])
+    c = np.concatenate([b1.ravel(), (s2 - a2).ravel()])
+    keep = (a > 0) & (c > 0)
+    a, c = a[keep], c[keep]
+    slack = g(a) + g(c) - g(a + c)
+    if slack.min() >= -1e-12 * float(tpts[-1]):
+        return g, "positioning"
+    pmin = float(tpts.min())
+    return (lambda d: np.minimum(np.asarray(d, np.float64) / r, pmin)), "min-positioning"
+
+
+def _zone_of(zone_start: np.ndarray, addr: np.ndarray) -> np.ndarray:
+    z = np.searchsorted(zone_start, addr, side="right") - 1
+    return np.maximum(z, 0)
+
+
+def drive_cache_blocks(model: Any, block_size: int) -> int:
+    """The most demanded blocks the drive's segments can touch at once (0: no drive cache)."""
+    nseg, seg = int(model.iparams[0]), int(model.iparams[1])
+    if nseg == 0:
+        return 0
+    per_seg = -(-seg // min(block_size, _ALIGN)) + 1
+    ext = int(model.layout.extent_bytes)
+    if ext:
+        per_seg += 2 * (-(-seg // ext) + 1)
+    return nseg * per_seg
+
+
+def disk_bound(model: Any, sizes: np.ndarray, ufile: np.ndarray, ublock: np.ndarray,
+               block_size: int) -> dict[str, Any]:
+    """The terms of the disk lower bound (no re-reads) for distinct blocks (ufile, ublock)."""
+    bs = int(block_size)
+    sizes = np.asarray(sizes, np.int64)
+    place = model.place(np.maximum(sizes, 1))
+    blen = np.minimum(bs, sizes[ufile] - ublock * bs).astype(np.int64)
+    ext = int(model.layout.extent_bytes)
+    cap = ufile.size * (1 if ext == 0 else bs // ext + 2)
+    addr, ln = np.empty(cap, np.int64), np.empty(cap, np.int64)
+    base, owner = np.empty(cap, np.int64), np.empty(cap, np.int64)
+    m = _block_pieces(ufile.astype(np.int64), ublock.astype(np.int64), blen, np.int64(bs),
+                      place.ext_first, place.ext_base, np.int64(place.extent_bytes), addr, ln,
+                      base, owner)
+    addr, ln, base, owner = addr[:m], ln[:m], base[:m], owner[:m]
+    # 1. transfer, each piece at the fastest zone a read covering it may start in
+    ra = int(model.iparams[2])
+    longest = int(((np.maximum(sizes, 1) + bs - 1) // bs * bs).max()) if sizes.size else bs
+    if ext:
+        longest = min(longest, ext)
+    lo = addr - longest - ra
+    inner = addr - base >= bs
+    lo[inner] = np.maximum(lo[inner], base[inner] - ra)
+    zs, zr = model.zone_start, model.zone_rate
+    zlo, zhi = _zone_of(zs, lo), _zone_of(zs, addr + ln - 1)
+    nz = zr.size
+    span_max = np.array([[zr[i:max(i, j) + 1].max() for j in range(nz)] for i in range(nz)])
+    rate = span_max[zlo, zhi]
+    piece_s = ln / rate
+    block_s = np.bincount(owner, weights=piece_s, minlength=ufile.size)
+    # 2. gaps between runs, in address order
+    order = np.argsort(addr, kind="stable")
+    a_sorted, e_sorted = addr[order], (addr + ln)[order]
+    gaps = a_sorted[1:] - np.maximum.accumulate(e_sorted)[:-1]
+    gaps = gaps[gaps > 0]
+    cost, how = distance_cost(model)
+    return {
+        "bound_first_seconds": float(model.fparams[3] + model.fparams[1]) if m else 0.0,
+        "bound_transfer_seconds": float(piece_s.sum()),
+        "bound_gap_seconds": float(cost(gaps.astype(np.float64)).sum()) if gaps.size else 0.0,
+        "bound_gap_cost": how,
+        "runs": int(gaps.size + 1) if m else 0,
+        "_cheapest_block_s": float(block_s.min()) if ufile.size else 0.0,
+    }
+
+
+# -------------------------------------------------------------------------------------------
+# public API
+
+
+def default_block_size() -> int:
+    """The block size of the default replay configuration's policy (16 KiB)."""
+    from .heuristics.registry import parse_detector
+
+    return int(resolve_policy(DEFAULT.policy, parse_detector(DEFAULT.detector).info).bsize)
+
+
+def _cache_bytes(cache: Any) -> int | None:
+    if cache is None or (isinstance(cache, str)
+                         and cache.strip().lower() in ("none", "unbounded", "inf")):
+        return None
+    return parse_size(cache)
+
+
+def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAULT.profile,
+          block_size: Any = None, *, file_sizes: Any = "auto", layout: Any = None,
+          drive_cache: bool = True, sizes_from: Any = None) -> dict[str, Any]:
+    """Lower bounds of a trace (module docstring): a dict with ``lower_bound_disk_seconds``
+    (None without a profile), ``belady_misses``, ``lru_misses``, ``distinct_blocks``,
+    ``requests``, ``block_size``, ``cache_bytes``, ``profile`` and the bound's terms.
+
+    ``trace_or_stream``, ``file_sizes``, ``layout``, ``drive_cache``, ``sizes_from`` and
+    ``profile`` (a spec, a profile JSON path or None) are as for :func:`seqheur.replay`.
+    ``cache``: a size (``"256MiB"``), or None / ``"unbounded"``. ``block_size``: the cache
+    block (a size; default: the default policy's, 16 KiB); compare with a replay whose
+    summary has the same ``block_size``.
+
+    >>> s = ReadStream.from_arrays([0, 0, 1, 0], [0, 16384, 0, 0], [16384] * 4)
+    >>> r = bound(s, cache="32KiB", profile=None)
+    >>> r["distinct_blocks"], r["belady_misses"], r["lru_misses"]
+    (3, 3, 4)
+    """
+    stream = _as_stream(trace_or_stream)
+    source = sizes_from if isinstance(trace_or_stream, ReadStream) else trace_or_stream
+    sizes, size_source = file_sizes_for(source, stream, file_sizes)
+    bs = default_block_size() if block_size is None else parse_size(block_size)
+    if bs <= 0:
+        raise SeqheurError(f"block size must be positive, not {block_size!r}")
+    cache_bytes = _cache_bytes(cache)
+    lru_cache = None if cache_bytes is None else C.new_cache(cache_bytes, bs)  # checks the size
+    cap = None if cache_bytes is None else cache_bytes // bs
+    model = None
+    if profile is not None:
+        from .disk.model import DiskModel, Layout
+
+        if sizes is None:
+            raise SeqheurError("the disk model needs file sizes to lay files out: pass "
+                               "file_sizes (or profile=None)")
+        model = DiskModel.from_profile(profile, layout if layout is not None else Layout(),
+                                       drive_cache=drive_cache)
+    if sizes is None:  # no end of file: every READ is demanded whole
+        sizes = np.full(stream.n_files, np.iinfo(np.int64).max // 4, np.int64)
+    rf, rb = demand_refs(stream, sizes, bs)
+    keys = (rf << np.int64(C.KEY_SHIFT)) | rb
+    uniq, ids = np.unique(keys, return_inverse=True)
+    ids = ids.astype(np.int64)
+    distinct = int(uniq.size)
+    nxt = next_uses(ids, distinct)
+    bel = distinct if cap is None else int(belady_misses(ids, nxt, cap, distinct))
+    lru = distinct if lru_cache is None else int(C.lru_misses(rf, rb, lru_cache))
+    out: dict[str, Any] = {
+        "requests": len(stream),
+        "demand_blocks": int(rf.size),
+        "distinct_blocks": distinct,
+        "belady_misses": bel,
+        "lru_misses": lru,
+        "block_size": bs,
+        "cache": cache if isinstance(cache, str) or cache is None else f"{cache_bytes}B",
+        "cache_bytes": cache_bytes,
+        "cache_blocks": cap,
+        "profile": None if model is None else (getattr(model, "spec", None) or str(profile)),
+        "file_sizes": size_source,
+        "files": stream.n_files,
+        "lower_bound_disk_seconds": None,
+    }
+    if model is None:
+        return out
+    terms = disk_bound(model, sizes, uniq >> np.int64(C.KEY_SHIFT),
+                       uniq & np.int64((1 << C.KEY_SHIFT) - 1), bs)
+    d = drive_cache_blocks(model, bs)
+    bel_d = distinct if cap is None else int(belady_misses(ids, nxt, cap + d, distinct))
+    reread = (bel_d - distinct) * terms.pop("_cheapest_block_s")
+    out.update(terms)
+    out["drive_cache_blocks"] = d
+    out["belady_misses_drive"] = bel_d
+    out["bound_reread_seconds"] = float(reread)
+    out["lower_bound_disk_seconds"] = float(
+        out["bound_first_seconds"] + out["bound_transfer_seconds"] + out["bound_gap_seconds"]
+        + reread)
+    return out
+
+
+__all__ = ["bound", "belady", "belady_misses", "demand_refs", "disk_bound", "distance_cost",
+           "drive_cache_blocks", "next_uses"]
+
+
+from ._callable import callable_module  # noqa: E402
+
+callable_module(__name__, bound)

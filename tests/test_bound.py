@@ -1,0 +1,211 @@
+"""Laws of `seqheur bound` (docs/bound.md): Belady's MIN against a brute force and LRU, and the
+disk lower bound against the replay of every registered detector and policy."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import seqheur
+from seqheur.bound import belady, bound, distance_cost
+from seqheur.cli import cli
+from seqheur.errors import SpecError
+from seqheur.heuristics.registry import DETECTORS
+from seqheur.readahead import POLICIES, parse_policy
+from seqheur.streams import ReadStream
+
+K4, K8 = 4096, 8192
+DEMO = "traces/demo-v3.pcap.gz"
+
+
+def min_misses_brute(refs: list[int], capacity: int) -> int:
+    """Belady's MIN, plainly: on a miss with the cache full, evict the resident block whose
+    next use is furthest (never used again: infinitely far)."""
+    cache: set[int] = set()
+    misses = 0
+    for i, b in enumerate(refs):
+        if b in cache:
+            continue
+        misses += 1
+        if len(cache) >= capacity:
+            def next_use(x: int) -> int:
+                rest = refs[i + 1:]
+                return rest.index(x) if x in rest else len(refs)
+            cache.remove(max(cache, key=next_use))
+        cache.add(b)
+    return misses
+
+
+def lru_brute(refs: list[int], capacity: int) -> int:
+    cache: list[int] = []
+    misses = 0
+    for b in refs:
+        if b in cache:
+            cache.remove(b)
+        else:
+            misses += 1
+            if len(cache) >= capacity:
+                cache.pop(0)
+        cache.append(b)
+    return misses
+
+
+@settings(max_examples=150, deadline=None)
+@given(refs=st.lists(st.integers(0, 7), max_size=40), capacity=st.integers(1, 6))
+def test_belady_equals_brute_force_min(refs: list[int], capacity: int) -> None:
+    assert belady(np.array(refs, np.int64), capacity) == min_misses_brute(refs, capacity)
+    assert belady(np.array(refs, np.int64), None) == len(set(refs))
+
+
+@st.composite
+def streams(draw, max_files: int = 4) -> ReadStream:
+    """Small multi-file streams: sequential runs, short and long jumps forward and back,
+    re-reads, zero-length and unaligned READs."""
+    n = draw(st.integers(1, 50))
+    files = draw(st.lists(st.integers(0, max_files - 1), min_size=n, max_size=n))
+    moves = draw(st.lists(st.sampled_from(["seq", "seq", "seq", "near", "far", "zero", "back"]),
+                          min_size=n, max_size=n))
+    counts = draw(st.lists(st.sampled_from([0, 512, K4, K8, 32768, 100_000]), min_size=n,
+                           max_size=n))
+    pos: dict[int, int] = {}
+    offs = []
+    for f, mv, c in zip(files, moves, counts):
+        p = pos.get(f, 0)
+        o = {"seq": p, "near": p + 3 * K8 + 512, "far": p + (1 << 22), "zero": 0,
+             "back": max(0, p - 5 * K8)}[mv]
+        offs.append(o)
+        pos[f] = o + c
+    return ReadStream.from_arrays(files, offs, counts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(s=streams(), bs=st.sampled_from([K4, 16384, 32768]))
+def test_belady_laws(s: ReadStream, bs: int) -> None:
+    unbounded = bound(s, cache=None, profile=None, block_size=bs)
+    distinct = unbounded["distinct_blocks"]
+    assert unbounded["belady_misses"] == unbounded["lru_misses"] == distinct
+    previous = None
+    for blocks in (1, 2, 3, 5, 8, 64):
+        r = bound(s, cache=blocks * bs, profile=None, block_size=bs)
+        assert r["distinct_blocks"] == distinct
+        assert distinct <= r["belady_misses"] <= r["lru_misses"] <= r["demand_blocks"]
+        if previous is not None:
+            assert r["belady_misses"] <= previous  # more cache never misses more
+        previous = r["belady_misses"]
+
+
+def test_belady_and_lru_against_brute_force_on_a_stream() -> None:
+    s = ReadStream.from_arrays([0, 1, 0, 2, 0, 1, 3, 0], [0, 0, 16384, 0, 0, 0, 0, 16384],
+                               [32768, 16384, 16384, 16384, 16384, 16384, 16384, 16384])
+    refs = [0, 1, 100, 1, 200, 0, 100, 300, 1]  # (file, block) as file * 100 + block
+    r = bound(s, cache="48KiB", profile=None, block_size=16384)
+    assert r["demand_blocks"] == len(refs)
+    assert r["belady_misses"] == min_misses_brute(refs, 3)
+    assert r["lru_misses"] == lru_brute(refs, 3)
+
+
+def _policy_specs() -> list[str]:
+    specs = []
+    for name in POLICIES.names():
+        try:
+            specs.append(parse_policy(name).spec)
+        except SpecError:  # a required positional value (fixed:N)
+            specs.append(parse_policy(f"{name}:4").spec)
+    return specs
+
+
+CONFIGS = [(det, "auto") for det in DETECTORS.names()] + \
+    [(DETECTORS.names()[0], pol) for pol in _policy_specs()] + [("always", "fixed:16")]
+PROFILES = ["ide-7200", "scsi-10k", "vm-virtio", "ide-7200:drive_cache=false",
+            "scsi-10k:start=0.75", "ide-7200:extent=64KiB,seed=3"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(s=streams(), profile=st.sampled_from(PROFILES),
+       cache_blocks=st.sampled_from([2, 4, 16, 1024]),
+       extra=st.lists(st.sampled_from([0, 0, 100, K8 + 1, 1 << 20]), min_size=4, max_size=4))
+def test_lower_bound_below_every_detector_and_policy(s: ReadStream, profile: str,
+                                                     cache_blocks: int,
+                                                     extra: list[int]) -> None:
+    """If any detector or policy ever beats the bound, the bound is wrong."""
+    sizes = seqheur.replay.observed_file_sizes(s) + np.array(extra[:s.n_files], np.int64)
+    bounds: dict[int, float] = {}
+    for det, pol in CONFIGS:
+        probe = seqheur.replay(s, det, "ideal", pol, cache="1MiB", profile=None,
+                               file_sizes=sizes, per_request=False)
+        bs = int(probe["block_size"])
+        cache = cache_blocks * bs
+        r = seqheur.replay(s, det, "ideal", pol, cache=cache, profile=profile,
+                           file_sizes=sizes, per_request=False)
+        if bs not in bounds:
+            b = bound(s, cache=cache, profile=profile, block_size=bs, file_sizes=sizes)
+            bounds[bs] = b["lower_bound_disk_seconds"]
+            assert b["belady_misses"] <= b["lru_misses"]
+        disk = float(r["disk_seconds"])
+        assert bounds[bs] <= disk * (1 + 1e-9) + 1e-12, (det, pol, profile, bounds[bs], disk)
+
+
+def test_lower_bound_terms_on_a_strided_reader() -> None:
+    """Two-block stride: every other block is a gap, one positioning or a read over it."""
+    s = ReadStream.from_arrays([0] * 8, np.arange(8) * 2 * 16384, [16384] * 8)
+    r = bound(s, cache="1MiB", profile="ide-7200", block_size=16384)
+    assert r["runs"] == 8 and r["distinct_blocks"] == 8
+    assert r["bound_gap_seconds"] == pytest.approx(7 * 16384 / 50e6, rel=1e-6)  # 50 MB/s
+    assert r["bound_transfer_seconds"] == pytest.approx(8 * 16384 / 50e6, rel=1e-6)
+    for det in ("never", "always"):
+        disk = seqheur.replay(s, det, "ideal", cache="1MiB", profile="ide-7200",
+                              per_request=False)["disk_seconds"]
+        assert r["lower_bound_disk_seconds"] <= disk
+
+
+def test_extra_misses_add_rereads() -> None:
+    s = ReadStream.from_arrays([0] * 6, [0, 16384, 32768, 0, 16384, 32768], [16384] * 6)
+    r = bound(s, cache="32KiB", profile="ide-7200:drive_cache=false", block_size=16384)
+    assert r["belady_misses"] == r["belady_misses_drive"] == 4  # MIN: 3 cold, 1 re-read
+    assert r["lru_misses"] == 6
+    assert r["bound_reread_seconds"] == pytest.approx(16384 / 50e6, rel=1e-6)
+    cached = bound(s, cache="32KiB", profile="ide-7200", block_size=16384)
+    assert cached["bound_reread_seconds"] == 0.0  # the drive's segments may hold them
+
+
+def test_distance_cost_is_the_positioning_curve_for_bundled_profiles() -> None:
+    for name in ("ide-7200", "scsi-10k", "vm-virtio"):
+        model = seqheur.DiskModel.from_profile(name)
+        g, how = distance_cost(model)
+        assert how == "positioning"
+        if model.seek_d.size:
+            d = np.array([1e6, 1e8, 1e10])
+            assert g(d) == pytest.approx(np.interp(d, model.seek_d, model.seek_t))
+
+
+def test_distance_cost_falls_back_when_not_subadditive() -> None:
+    steep = SimpleNamespace(zone_rate=np.array([50e6]), fparams=np.array([0.0, 0, 0, 0.01]),
+                            seek_d=np.array([512.0, 1e6, 2e6]),
+                            seek_t=np.array([1e-3, 1e-3, 5e-3]))
+    g, how = distance_cost(steep)  # two 1 MB seeks (2 ms) beat one of 2 MB (5 ms)
+    assert how == "min-positioning"
+    assert g(np.array([2e6]))[0] == pytest.approx(1e-3)
+
+
+def test_cli_bound_json_and_errors() -> None:
+    res = CliRunner().invoke(cli, ["bound", DEMO, "--cache", "256MiB", "--profile",
+                                   "ide-7200", "--json"])
+    assert res.exit_code == 0, res.output
+    r = json.loads(res.output)
+    for key in ("lower_bound_disk_seconds", "belady_misses", "requests", "distinct_blocks",
+                "block_size", "cache_bytes", "profile", "lru_misses"):
+        assert key in r
+    assert r["belady_misses"] == r["distinct_blocks"] == 1536
+    assert 0 < r["lower_bound_disk_seconds"]
+    bad = CliRunner().invoke(cli, ["bound", DEMO, "--profile", "nosuch"])
+    assert bad.exit_code == 1 and "nosuch" in bad.output and "ide-7200" in bad.output
+    bad = CliRunner().invoke(cli, ["bound", DEMO, "--cache", "12x"])
+    assert bad.exit_code == 1 and "'12x'" in bad.output and "KiB" in bad.output
+    res = CliRunner().invoke(cli, ["bound", DEMO, "--profile", "none"])
+    assert res.exit_code == 0 and "belady_misses" in res.output
