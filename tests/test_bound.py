@@ -18,6 +18,7 @@ from seqheur.cli import cli
 from seqheur.errors import SpecError
 from seqheur.heuristics.registry import DETECTORS
 from seqheur.readahead import POLICIES, parse_policy
+from seqheur.replay import observed_file_sizes
 from seqheur.streams import ReadStream
 
 K4, K8 = 4096, 8192
@@ -134,7 +135,7 @@ def test_lower_bound_below_every_detector_and_policy(s: ReadStream, profile: str
                                                      cache_blocks: int,
                                                      extra: list[int]) -> None:
     """If any detector or policy ever beats the bound, the bound is wrong."""
-    sizes = seqheur.replay.observed_file_sizes(s) + np.array(extra[:s.n_files], np.int64)
+    sizes = observed_file_sizes(s) + np.array(extra[:s.n_files], np.int64)
     bounds: dict[int, float] = {}
     for det, pol in CONFIGS:
         probe = seqheur.replay(s, det, "ideal", pol, cache="1MiB", profile=None,
