@@ -121,3 +121,9 @@ def test_reproduce_ellard2003_quick(tmp_path):
             c = sub.filter(pl.col("detector") == "cursor:cursors=8")["throughput_mbps"][0]
             assert c > d, (prof, s, c, d)
     assert (tmp_path / "e" / "index.html").read_text().count("data:image/png") == 6
+    # Table 1 cell by cell: all 12 cells, the paper's figure against both models
+    cells = json.loads((tmp_path / "e" / "table1.json").read_text())
+    assert len(cells) == 12
+    for c in cells:
+        assert c["disk_mbps"] > 0 and c["e2e_mbps"] > 0
+        assert c["e2e_error"] == pytest.approx(c["e2e_mbps"] / c["paper_mbps"] - 1)

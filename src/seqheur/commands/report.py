@@ -114,6 +114,12 @@ def reproduce_ellard(output: Path, quick: bool, as_json: bool) -> None:
         return
     for f in res.findings:
         click.echo(f"[{f.verdict:9s}] {f.where}: {f.claim}\n             {f.measured}")
+    click.echo("Table 1, MB/s (MB = 10^6 bytes): paper | disk model (error) | end to end "
+               "(error)")
+    for c in res.table1:
+        click.echo(f"  {c['profile']:9s} {c['heuristic']:8s} stride {c['stride']}: "
+                   f"{c['paper_mbps']:6.2f} | {c['disk_mbps']:6.2f} ({c['disk_error']:+.0%}) | "
+                   f"{c['e2e_mbps']:6.2f} ({c['e2e_error']:+.0%})")
     click.echo(f"report: {res.html}")
 
 
