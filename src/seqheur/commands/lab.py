@@ -90,3 +90,44 @@ def run(scenarios: tuple[str, ...], output: Path, timeout: float, keep_work: boo
         click.echo(f"{r['scenario']}: {r['reads_issued']} READs issued, "
                    f"{r['tshark_read_calls']} on the wire, {r['pcap_bytes']} bytes gzipped -> "
                    f"{r['pcap']}")
+
+
+@lab.command("validate")
+@click.argument("scenarios", nargs=-1)
+@click.option("-o", "--output", type=click.Path(path_type=Path),
+              help="write the rows as JSON to this file (atomically)")
+@click.option("--captures", type=click.Path(path_type=Path),
+              help="keep NAME.pcap.gz + NAME.manifest.json here (default: a temporary "
+                   "directory, removed)")
+@click.option("--bps", type=int, default=20_000_000, show_default=True,
+              help="the loop device's read throttle, bytes/s (the iops throttle follows)")
+@click.option("--ra-kb", type=int, default=128, show_default=True,
+              help="the loop device's read_ahead_kb")
+@click.option("--timeout", type=float, default=120.0, show_default=True,
+              help="seconds the clients of one scenario may run")
+@click.option("--json", "as_json", is_flag=True, help="print the rows as JSON")
+def validate(scenarios: tuple[str, ...], output: Path | None, captures: Path | None, bps: int,
+             ra_kb: int, timeout: float, as_json: bool) -> None:
+    """Measured against predicted: run each SCENARIO (default: the validation set) with the
+    export on a throttled loop device, then replay its capture through linux-6, the ideal
+    table, a profile of the throttle and closed-loop:preset=lab-loopback; report client
+    throughput, disk bytes and disk reads, measured and predicted, with relative errors
+    (needs root and the lab packages: make lab-deps; docs/capture-lab.md).
+
+    \b
+    Example:
+      sudo seqheur lab validate --json -o validate.json
+      sudo seqheur lab validate seq-v3 random-v3 --bps 40000000
+    """
+    from ..io import write_json
+    from ..lab.validate import DEFAULT_SCENARIOS, ValidateOptions, report
+    from ..lab.validate import validate as run_validate
+
+    opts = ValidateOptions(bps=bps, read_ahead_kb=ra_kb, timeout=timeout)
+    rows = run_validate(list(scenarios) or list(DEFAULT_SCENARIOS), opts, captures)
+    if output is not None:
+        write_json(rows, output)
+    if as_json:
+        echo_json(rows)
+        return
+    click.echo(report(rows))

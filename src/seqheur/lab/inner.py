@@ -107,6 +107,11 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
             procs, conf, work / "ganesha.log", work / "ganesha.pid", (3, plan["version"]))
         timings["server_start_s"] = time.monotonic() - t0
         result["server_check"] = _nfs_cat_check(plan)
+        if plan.get("block_stat"):  # lab validate: cold export pages, the device's counters
+            from .validate import drop_file_pages, read_block_stat
+
+            drop_file_pages(plan["block_stat"]["files"])
+            result["block_stat"] = {"before": read_block_stat(plan["block_stat"]["stat"])}
         dump = Tcpdump.start(procs, Path(plan["pcap"]))
         t0 = time.monotonic()
         clients = []
@@ -155,6 +160,8 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
             if rc != 0:
                 result["errors"].append(f"{client.name} exited with {rc}: {err.strip()}")
         timings["clients_s"] = time.monotonic() - t0
+        if plan.get("block_stat"):
+            result["block_stat"]["after"] = read_block_stat(plan["block_stat"]["stat"])
         if bridge is not None:
             # Unmounting ends the bridge's FUSE loop cleanly (exit 0); a signal would make
             # fuse_main report failure (8) even on success. The PID stop is the fallback.

@@ -167,8 +167,12 @@ def _sha256(path: Path) -> str:
 
 def run_scenario(scenario: Scenario, out_dir: Path, work: Path, export: Path,
                  file_digests: dict[str, str], binaries: dict[str, Path], versions: dict[str, str],
-                 options: RunOptions) -> dict[str, Any]:
-    """Capture one scenario into ``out_dir``; return its manifest (raise LabError on failure)."""
+                 options: RunOptions, block_stat: dict[str, Any] | None = None
+                 ) -> dict[str, Any]:
+    """Capture one scenario into ``out_dir``; return its manifest (raise LabError on failure).
+    ``block_stat`` (``lab validate``): ``{"stat": /sys/block/DEV/stat, "files": [paths]}``:
+    the files' pages are dropped before the clients start and the device's counters read
+    before and after them (the manifest's ``block_device``)."""
     sdir = work / scenario.name
     sdir.mkdir(parents=True, exist_ok=True)
     pcap = sdir / f"{scenario.name}.pcap"
@@ -184,6 +188,7 @@ def run_scenario(scenario: Scenario, out_dir: Path, work: Path, export: Path,
         "readers": readers, "timeout": options.timeout,
         "files": [{"name": f.name, "size": f.size, "sha256": file_digests[f.name]}
                   for f in scenario.files],
+        "block_stat": block_stat,
     }
     plan_path = sdir / "plan.json"
     write_json(plan, plan_path)
@@ -272,6 +277,8 @@ def run_scenario(scenario: Scenario, out_dir: Path, work: Path, export: Path,
         "processes": result["processes"],
         "timings": result["timings"],
     }
+    if result.get("block_stat"):
+        man["block_device"] = result["block_stat"]
     if app_rows:
         man["app_reads"] = {"columns": mf.APP_COLUMNS, "rows": app_rows}
     write_text(mf.dumps(man), out_dir / f"{scenario.name}.manifest.json")

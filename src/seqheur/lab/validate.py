@@ -1,0 +1,399 @@
+"""``seqheur lab validate``: measured against predicted, on real lab runs (docs/capture-lab.md).
+
+For each scenario the export lives on an ext4 file system of its own, on a loop device with
+direct I/O (``losetup --direct-io=on``) over an image file on tmpfs, so the only slow part of a
+disk read is a cgroup v1 blkio throttle of known rate (``blkio.throttle.read_bps_device`` and
+``read_iops_device`` for the loop device; the lab's processes run in that cgroup). The loop
+device's ``read_ahead_kb`` is set, the export files' pages are dropped right before the clients
+start (after the lab's ``nfs-cat`` check), and ``/sys/block/loopN/stat`` is read before and
+after the clients. Measured: the clients' NFS throughput (bytes their READs returned / first
+READ issued to last reply received, from the clients' own logs) and the reads and bytes the
+loop device served. Predicted: the captured trace replayed through ``linux-6`` with the
+device's ``read_ahead_kb`` and ``max_sectors_kb``, the ``ideal`` table, an ample cache, a disk
+profile of the throttle and ``closed-loop:preset=lab-loopback`` with the scenario's slots.
+
+The pure parts (stat deltas, errors, rows, the report) need nothing; the run needs root and
+the lab packages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import subprocess
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from .scenarios import LabError, Reader, Scenario, get
+
+# The default validation set: sequential, strided, concurrent readers, random, several files
+# on one connection, a sequential reader with 8 READs in flight (the server sees them
+# reordered), and a kernel client (FUSE bridge, the client's own read-ahead).
+DEFAULT_SCENARIOS = ("seq-v3", "stride4-v3", "seq4-v3", "random-v3", "interleave4-v3",
+                     "val-seqdepth8-v3", "fuse-seq-ra128k-v3")
+
+# Targets of the project: relative error bounds per figure.
+TARGETS = {"disk_bytes": 0.05, "disk_ops": 0.10, "mbps": 0.20}
+
+BLKIO = Path("/sys/fs/cgroup/blkio")
+SECTOR = 512
+
+
+def _validation_scenarios() -> dict[str, Scenario]:
+    """Scenarios only ``lab validate`` uses (the registered ones serve the rest)."""
+    s16 = get("seq-v3").files
+    return {s.name: s for s in (
+        Scenario("val-seqdepth8-v3", "one 16 MiB file, sequential 64 KiB READs, 8 in flight "
+                 "(the server's threads serve them out of order)", 3, s16,
+                 (Reader("seq", tuple(f.name for f in s16), 64 * 1024, depth=8),),
+                 tags=("validate",)),
+    )}
+
+
+def scenario(name: str) -> Scenario:
+    extra = _validation_scenarios()
+    return extra[name] if name in extra else get(name)
+
+
+# -- pure parts ------------------------------------------------------------------------------
+
+def parse_block_stat(text: str) -> dict[str, int]:
+    """``/sys/block/DEV/stat`` (Documentation/block/stat.rst): the read fields we use."""
+    fields = text.split()
+    if len(fields) < 4 or not all(f.isdigit() for f in fields):
+        raise LabError(f"not a block device stat line: {text!r}")
+    return {"read_ios": int(fields[0]), "read_merges": int(fields[1]),
+            "read_sectors": int(fields[2]), "read_ticks_ms": int(fields[3])}
+
+
+def stat_delta(before: str, after: str) -> dict[str, int]:
+    """Reads completed and bytes read between two stat lines (fields 1 and 3 x 512)."""
+    b, a = parse_block_stat(before), parse_block_stat(after)
+    d = {k: a[k] - b[k] for k in a}
+    if min(d.values()) < 0:
+        raise LabError("block device counters went backwards (device reset during the run?)")
+    return {"disk_ops": d["read_ios"], "disk_bytes": d["read_sectors"] * SECTOR,
+            "merges": d["read_merges"]}
+
+
+def rel_error(predicted: float | None, measured: float | None) -> float | None:
+    """(predicted - measured) / measured; None when either is missing or measured is 0."""
+    if predicted is None or measured is None or measured == 0:
+        return None
+    return (predicted - measured) / measured
+
+
+def client_span(logs: Sequence[Any]) -> tuple[int, float]:
+    """Bytes the clients' READs returned and seconds from the first READ issued to the last
+    reply received (the logs' CLOCK_REALTIME stamps), over all clients."""
+    issued = [t for log in logs for _, t, _, _, _ in log.issued]
+    done = [(t, st) for log in logs for t, st, _ in log.done.values()]
+    if not issued or not done:
+        raise LabError("the clients logged no READ")
+    nbytes = sum(st for _, st in done if st > 0)
+    return nbytes, (max(t for t, _ in done) - min(issued)) / 1e9
+
+
+def row(name: str, measured: dict[str, Any], predicted: dict[str, Any],
+        settings: dict[str, Any]) -> dict[str, Any]:
+    """One report row: measured, predicted, relative errors and whether each target is met."""
+    out: dict[str, Any] = {"scenario": name}
+    for key in ("mbps", "disk_bytes", "disk_ops"):
+        m, p = measured.get(key), predicted.get(key)
+        err = rel_error(p, m)
+        out[f"measured_{key}"] = m
+        out[f"predicted_{key}"] = p
+        out[f"error_{key}"] = err
+        out[f"target_{key}_met"] = None if err is None else abs(err) <= TARGETS[key]
+    out["measured"] = {k: v for k, v in measured.items() if k not in ("mbps", "disk_bytes",
+                                                                       "disk_ops")}
+    out["settings"] = settings
+    return out
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:+.1f}%"
+
+
+def report(rows: Sequence[dict[str, Any]]) -> str:
+    """A plain-text table of the rows (what ``lab validate`` prints without ``--json``)."""
+    head = (f"{'scenario':<20} {'MB/s meas':>9} {'pred':>7} {'err':>7}  {'disk MB meas':>12} "
+            f"{'pred':>7} {'err':>7}  {'ops meas':>8} {'pred':>6} {'err':>7}")
+    lines = [head]
+    for r in rows:
+        def num(v: Any, fmt: str) -> str:
+            return "—" if v is None else format(v, fmt)
+        lines.append(
+            f"{r['scenario']:<20} {num(r['measured_mbps'], '9.2f')} "
+            f"{num(r['predicted_mbps'], '7.2f')} {_pct(r['error_mbps']):>7}  "
+            f"{num(r['measured_disk_bytes'] and r['measured_disk_bytes'] / 1e6, '12.2f')} "
+            f"{num(r['predicted_disk_bytes'] and r['predicted_disk_bytes'] / 1e6, '7.2f')} "
+            f"{_pct(r['error_disk_bytes']):>7}  {num(r['measured_disk_ops'], '8d')} "
+            f"{num(r['predicted_disk_ops'], '6d')} {_pct(r['error_disk_ops']):>7}")
+    met = {k: sum(1 for r in rows if r[f"target_{k}_met"]) for k in TARGETS}
+    lines.append("targets met: " + ", ".join(
+        f"{k} ±{100 * t:.0f}%: {met[k]}/{len(rows)}" for k, t in TARGETS.items()))
+    return "\n".join(lines)
+
+
+def throttle_profile(bps: int, capacity: int) -> Any:
+    """The throttled loop device as a DiskProfile: a transfer rate of the throttle's bytes per
+    second and nothing else (no positioning, no command overhead, no drive cache). The backing
+    store is tmpfs, so what the device adds besides the throttle is taken as zero; the iops
+    throttle is set so that it never binds for reads of 4 KiB or more (see ``iops_for``)."""
+    from ..disk.profile import DiskProfile
+
+    return DiskProfile(
+        name=f"loop-throttle-{bps}", kind="modelled",
+        description=f"loop device (direct I/O, tmpfs image) behind a blkio read throttle of "
+                    f"{bps} B/s",
+        capacity_bytes=capacity, zone_mbps=(bps / 1e6,),
+        sources={"zones": "blkio.throttle.read_bps_device of the run",
+                 "positioning": "none: tmpfs backing store",
+                 "command_overhead_s": "none assumed (not calibrated)"})
+
+
+def iops_for(bps: int) -> int:
+    """The read_iops_device limit set with ``bps``: one 4 KiB read per 4096 bytes of the byte
+    rate, so that blk-throttle's wait, the larger of the byte and the op wait, is the byte
+    wait for every read of 4 KiB or more (and the profile's single rate is exact)."""
+    return max(1, -(-bps // 4096))  # rounded up: the op wait never exceeds the byte wait
+
+
+def slots_of(sc: Scenario) -> int:
+    """READs the scenario's clients keep outstanding together (the model's shared slots):
+    the sum of the libnfs readers' depths; a FUSE bridge is single-threaded: 1."""
+    if sc.via == "fuse":
+        return 1
+    return sum(r.depth for r in sc.readers)
+
+
+@dataclass(frozen=True)
+class ValidateOptions:
+    """``bps``: the read throttle, bytes/s (the iops throttle follows: :func:`iops_for`);
+    ``read_ahead_kb``: the loop device's; ``table``: the replay's table model (``ideal``:
+    ganesha's VFS backend keeps one open file descriptor per file, so one read-ahead state
+    per file that is never evicted); ``timeout``: seconds per scenario's clients."""
+
+    bps: int = 20_000_000
+    read_ahead_kb: int = 128
+    table: str = "ideal"
+    timeout: float = 120.0
+
+
+def predict(pcap: Path, sc: Scenario, ra_kb: int, io_kb: int, cache: int, profile: Any,
+            table: str = "ideal") -> tuple[dict[str, Any], dict[str, Any]]:
+    """Replay a capture as the server's kernel would see it; (figures, settings)."""
+    from ..replay import replay
+
+    detector = f"linux-6:ra_kb={ra_kb},io_kb={io_kb}"
+    timing = f"closed-loop:preset=lab-loopback:slots={slots_of(sc)}"
+    r = replay(str(pcap), detector, table, cache=cache, profile=profile, timing=timing,
+               per_request=False)
+    figures = {"mbps": r["e2e_throughput_mbps"], "disk_bytes": int(r["disk_bytes"]),
+               "disk_ops": int(r["disk_ops"])}
+    settings = {"detector": detector, "table": table, "cache_bytes": cache,
+                "profile": profile.name, "profile_mbps": profile.zone_mbps[0],
+                "timing": r["timing"], "file_sizes": r["file_sizes"],
+                "predicted_e2e_seconds": r["e2e_seconds"]}
+    return figures, settings
+
+
+# -- the machine side (root) -----------------------------------------------------------------
+
+def read_block_stat(path: str) -> str:
+    return Path(path).read_text()
+
+
+def drop_file_pages(paths: Sequence[str]) -> None:
+    """Write back and drop every cached page of ``paths`` (POSIX_FADV_DONTNEED)."""
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def environment_problems(scenarios: Sequence[Scenario]) -> list[str]:
+    """Why ``lab validate`` cannot run here (empty: it can)."""
+    from .runner import check_environment
+
+    if os.geteuid() != 0:
+        return ["needs root (a loop device, a blkio cgroup, the lab's namespaces)"]
+    problems = [p if "make lab" not in p else p + "; needs the lab packages: make lab-deps"
+                for p in check_environment(scenarios)]
+    for tool in ("losetup", "mkfs.ext4"):
+        if shutil.which(tool) is None:
+            problems.append(f"missing {tool}")
+    if not (BLKIO / "blkio.throttle.read_bps_device").exists():
+        problems.append("needs cgroup v1 blkio throttling (/sys/fs/cgroup/blkio/blkio.throttle"
+                        ".read_bps_device); cgroup v2 io.max is not supported yet")
+    return problems
+
+
+class LoopExport:
+    """ext4 (4 KiB blocks) on a loop device with direct I/O over an image on tmpfs (/dev/shm
+    when it exists), mounted; removed on exit."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.tmp: str | None = None
+        self.dev: str | None = None
+        self.mnt: Path | None = None
+
+    @property
+    def name(self) -> str:
+        assert self.dev is not None
+        return os.path.basename(self.dev)
+
+    def sys(self, rel: str) -> Path:
+        return Path(f"/sys/block/{self.name}/{rel}")
+
+    def majmin(self) -> str:
+        return self.sys("dev").read_text().strip()
+
+    def __enter__(self) -> "LoopExport":
+        where = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        try:
+            self.tmp = tempfile.mkdtemp(prefix="seqheur-validate-", dir=where)
+            image = os.path.join(self.tmp, "image")
+            with open(image, "wb") as fh:
+                fh.truncate(self.size)
+            self.dev = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", image],
+                                      check=True, capture_output=True, text=True).stdout.strip()
+            if self.sys("loop/dio").read_text().strip() != "1":
+                raise LabError(f"{self.dev}: direct I/O refused by the backing file system")
+            subprocess.run(["mkfs.ext4", "-q", "-F", "-b", "4096", self.dev], check=True,
+                           capture_output=True)
+            mnt = Path(self.tmp) / "mnt"
+            mnt.mkdir()
+            subprocess.run(["mount", self.dev, str(mnt)], check=True, capture_output=True)
+            self.mnt = mnt
+            return self
+        except BaseException:
+            self.__exit__()
+            raise
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.mnt is not None:
+            subprocess.run(["umount", str(self.mnt)], capture_output=True)
+            self.mnt = None
+        if self.dev:
+            subprocess.run(["losetup", "-d", self.dev], capture_output=True)
+            self.dev = None
+        if self.tmp:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
+
+
+def _own_blkio_cgroup() -> Path:
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, ctrls, path = line.split(":", 2)
+        if "blkio" in ctrls.split(","):
+            return BLKIO / path.lstrip("/")
+    return BLKIO
+
+
+@contextmanager
+def throttled(majmin: str, bps: int, iops: int) -> Iterator[Path]:
+    """This process (and so every process the lab starts from it: unshare, ganesha, the
+    clients) in a blkio cgroup of its own with read limits on ``majmin``; back out on exit."""
+    home = _own_blkio_cgroup()
+    cg = BLKIO / f"seqheur-validate-{os.getpid()}"
+    cg.mkdir(exist_ok=True)
+    try:
+        (cg / "blkio.throttle.read_bps_device").write_text(f"{majmin} {bps}\n")
+        (cg / "blkio.throttle.read_iops_device").write_text(f"{majmin} {iops}\n")
+        (cg / "cgroup.procs").write_text(f"{os.getpid()}\n")
+        try:
+            yield cg
+        finally:
+            (home / "cgroup.procs").write_text(f"{os.getpid()}\n")
+    finally:
+        try:
+            cg.rmdir()
+        except OSError:
+            pass
+
+
+def validate(names: Sequence[str], options: ValidateOptions = ValidateOptions(),
+             captures: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
+    """Run each scenario on the throttled loop device, replay its capture, return the rows.
+    ``captures``: a directory to keep NAME.pcap.gz + NAME.manifest.json in (else a temporary
+    one, removed)."""
+    from . import manifest as mf
+    from .build import build_clients
+    from .data import write_file
+    from .runner import RunOptions, run_scenario, tool_versions
+
+    scenarios = [scenario(n) for n in names]
+    if not scenarios:
+        raise LabError("no scenario given")
+    problems = environment_problems(scenarios)
+    if problems:
+        raise LabError("lab validate cannot run here: " + "; ".join(problems))
+    specs = {f.name: f for s in scenarios for f in s.files}
+    total = sum(f.size for f in specs.values())
+    binaries = build_clients()
+    versions = tool_versions()
+    keep = captures is not None
+    out = Path(captures).resolve() if keep else Path(tempfile.mkdtemp(prefix="seqheur-val-"))
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".lab-work-", dir=out))
+    os.chmod(work, 0o755)
+    rows = []
+    iops = iops_for(options.bps)
+    try:
+        with LoopExport(int(total * 1.25) + (64 << 20)) as loop:
+            assert loop.mnt is not None
+            export = loop.mnt / "export"
+            export.mkdir()
+            os.chmod(loop.mnt, 0o755)
+            digests = {name: write_file(export, spec) for name, spec in specs.items()}
+            os.sync()
+            loop.sys("queue/read_ahead_kb").write_text(f"{options.read_ahead_kb}\n")
+            ra_kb = int(loop.sys("queue/read_ahead_kb").read_text())
+            io_kb = int(loop.sys("queue/max_sectors_kb").read_text())
+            profile = throttle_profile(options.bps, int(total * 1.25) + (64 << 20))
+            cache = max(256 << 20, 2 * total)
+            for sc in scenarios:
+                files = [str(export / f.name) for f in sc.files]
+                with throttled(loop.majmin(), options.bps, iops):
+                    man = run_scenario(sc, out, work, export, digests, binaries, versions,
+                                       RunOptions(timeout=options.timeout, keep_work=True),
+                                       block_stat={"stat": str(loop.sys("stat")),
+                                                   "files": files})
+                sdir = work / sc.name
+                if sc.via == "fuse":
+                    logs = [mf.parse_client_log(sdir / "bridge.log")]
+                else:
+                    logs = [mf.parse_client_log(sdir / f"client{i}.log")
+                            for i in range(len(sc.readers))]
+                nbytes, seconds = client_span(logs)
+                shutil.rmtree(sdir, ignore_errors=True)
+                disk = stat_delta(man["block_device"]["before"], man["block_device"]["after"])
+                measured = {"mbps": nbytes / 1e6 / seconds if seconds > 0 else None,
+                            "disk_bytes": disk["disk_bytes"], "disk_ops": disk["disk_ops"],
+                            "client_bytes": nbytes, "client_seconds": seconds,
+                            "nfs_reads": man["checks"]["issued_reads"],
+                            "disk_merges": disk["merges"],
+                            "disk_bios": disk["disk_ops"] + disk["merges"]}
+                predicted, psettings = predict(out / man["pcap"]["file"], sc, ra_kb, io_kb,
+                                               cache, profile, options.table)
+                settings = {"device": loop.name, "read_ahead_kb": ra_kb,
+                            "max_sectors_kb": io_kb, "throttle_read_bps": options.bps,
+                            "throttle_read_iops": iops, "backing": "tmpfs image, direct I/O",
+                            "clients_via": sc.via, **psettings}
+                rows.append(row(sc.name, measured, predicted, settings))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(out, ignore_errors=True)
+    return rows
+
