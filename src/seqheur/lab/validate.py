@@ -330,7 +330,8 @@ def validate(names: Sequence[str], options: ValidateOptions = ValidateOptions(),
     from . import manifest as mf
     from .build import build_clients
     from .data import write_file
-    from .runner import RunOptions, run_scenario, tool_versions
+    from .runner import RunOptions, _Interrupted, _sigterm_as_interrupt, run_scenario
+    from .runner import tool_versions
 
     scenarios = [scenario(n) for n in names]
     if not scenarios:
@@ -350,7 +351,7 @@ def validate(names: Sequence[str], options: ValidateOptions = ValidateOptions(),
     rows = []
     iops = iops_for(options.bps)
     try:
-        with LoopExport(int(total * 1.25) + (64 << 20)) as loop:
+        with _sigterm_as_interrupt(), LoopExport(int(total * 1.25) + (64 << 20)) as loop:
             assert loop.mnt is not None
             export = loop.mnt / "export"
             export.mkdir()
@@ -391,6 +392,9 @@ def validate(names: Sequence[str], options: ValidateOptions = ValidateOptions(),
                             "throttle_read_iops": iops, "backing": "tmpfs image, direct I/O",
                             "clients_via": sc.via, **psettings}
                 rows.append(row(sc.name, measured, predicted, settings))
+    except (KeyboardInterrupt, _Interrupted) as exc:
+        raise LabError(f"interrupted ({type(exc).__name__} {exc}); the lab's processes were "
+                       "stopped, the loop device, its mount and the cgroup removed") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if not keep:
