@@ -1,4 +1,4 @@
-"""Verbs for the real-traffic capture lab: ``lab list`` and ``lab run``."""
+"""Verbs for the real-traffic capture lab: ``lab list``, ``lab run`` and ``lab validate``."""
 
 from __future__ import annotations
 
