@@ -140,7 +140,9 @@ def test_pcap_to_nfsdump_keeps_every_field(shared_dir: Path, tmp_path: Path, nam
     src = shared_dir / "captures" / name
     if not src.exists():
         pytest.skip(f"{src} not present")
-    a, _ = read_trace(src)
+    # the capture's own losses (incomplete IP fragments in one) are not export's concern: read
+    # them without the warning, the report still counts them
+    a, _ = read_trace(src, warn_loss=False)
     out = tmp_path / "cap.txt"
     rep = export_nfsdump(a, out)
     assert rep.skipped == {}
