@@ -406,19 +406,16 @@ def device_of(path: str) -> Device:
 
 
 class LoopDevice:
-    """A scratch ext4 (4 KiB blocks) on a loop device, mounted in a temporary directory;
+    """A scratch ext4 on a loop device of our own (:class:`seqheur.loopdev.ScratchExt4`);
     everything is removed on exit, also after Ctrl-C or SIGTERM."""
 
     def __init__(self, size: int) -> None:
-        self.size = size
-        self.tmp: str | None = None
-        self.dev: str | None = None
-        self.mounted = False
+        from .loopdev import ScratchExt4
+
+        self.scratch = ScratchExt4(size, prefix="seqheur-kcheck-")
 
     def __enter__(self) -> tuple[Device, str]:
         import signal
-        import subprocess
-        import tempfile
 
         if os.geteuid() != 0:
             raise KernelCheckError("a loop device and its sysfs settings need root; without "
@@ -426,37 +423,16 @@ class LoopDevice:
                                    "read_ahead_kb)")
         self._old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
-            self.tmp = tempfile.mkdtemp(prefix="seqheur-kcheck-")
-            image = os.path.join(self.tmp, "image")
-            with open(image, "wb") as fh:
-                fh.truncate(self.size)
-            self.dev = subprocess.run(["losetup", "--find", "--show", image], check=True,
-                                      capture_output=True, text=True).stdout.strip()
-            subprocess.run(["mkfs.ext4", "-q", "-F", "-b", "4096", self.dev], check=True,
-                           capture_output=True)
-            mnt = os.path.join(self.tmp, "mnt")
-            os.mkdir(mnt)
-            subprocess.run(["mount", self.dev, mnt], check=True, capture_output=True)
-            self.mounted = True
+            mnt = self.scratch.create()
             return device_of(mnt), mnt
         except BaseException:
             self.__exit__(None, None, None)
             raise
 
     def __exit__(self, *exc: Any) -> None:
-        import shutil
         import signal
-        import subprocess
 
-        if self.mounted:
-            subprocess.run(["umount", os.path.join(self.tmp, "mnt")], capture_output=True)
-            self.mounted = False
-        if self.dev:
-            subprocess.run(["losetup", "-d", self.dev], capture_output=True)
-            self.dev = None
-        if self.tmp:
-            shutil.rmtree(self.tmp, ignore_errors=True)
-            self.tmp = None
+        self.scratch.remove()
         signal.signal(signal.SIGTERM, getattr(self, "_old_term", signal.SIG_DFL))
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import subprocess
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -238,19 +237,22 @@ def environment_problems(scenarios: Sequence[Scenario]) -> list[str]:
 
 
 class LoopExport:
-    """ext4 (4 KiB blocks) on a loop device with direct I/O over an image on tmpfs (/dev/shm
-    when it exists), mounted; removed on exit."""
+    """The export's file system: a scratch ext4 on a loop device reading its image with direct
+    I/O (:class:`seqheur.loopdev.ScratchExt4`), the image on tmpfs (/dev/shm when it exists);
+    removed on exit."""
 
     def __init__(self, size: int) -> None:
-        self.size = size
-        self.tmp: str | None = None
-        self.dev: str | None = None
+        from ..loopdev import ScratchExt4
+
+        where = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        self.scratch = ScratchExt4(size, prefix="seqheur-validate-", direct_io=True,
+                                   tmp_dir=where)
         self.mnt: Path | None = None
 
     @property
     def name(self) -> str:
-        assert self.dev is not None
-        return os.path.basename(self.dev)
+        assert self.scratch.dev is not None
+        return os.path.basename(self.scratch.dev)
 
     def sys(self, rel: str) -> Path:
         return Path(f"/sys/block/{self.name}/{rel}")
@@ -259,37 +261,19 @@ class LoopExport:
         return self.sys("dev").read_text().strip()
 
     def __enter__(self) -> "LoopExport":
-        where = "/dev/shm" if os.path.isdir("/dev/shm") else None
         try:
-            self.tmp = tempfile.mkdtemp(prefix="seqheur-validate-", dir=where)
-            image = os.path.join(self.tmp, "image")
-            with open(image, "wb") as fh:
-                fh.truncate(self.size)
-            self.dev = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", image],
-                                      check=True, capture_output=True, text=True).stdout.strip()
+            self.mnt = Path(self.scratch.create())
             if self.sys("loop/dio").read_text().strip() != "1":
-                raise LabError(f"{self.dev}: direct I/O refused by the backing file system")
-            subprocess.run(["mkfs.ext4", "-q", "-F", "-b", "4096", self.dev], check=True,
-                           capture_output=True)
-            mnt = Path(self.tmp) / "mnt"
-            mnt.mkdir()
-            subprocess.run(["mount", self.dev, str(mnt)], check=True, capture_output=True)
-            self.mnt = mnt
+                raise LabError(f"{self.scratch.dev}: direct I/O refused by the backing file "
+                               "system")
             return self
         except BaseException:
             self.__exit__()
             raise
 
     def __exit__(self, *exc: Any) -> None:
-        if self.mnt is not None:
-            subprocess.run(["umount", str(self.mnt)], capture_output=True)
-            self.mnt = None
-        if self.dev:
-            subprocess.run(["losetup", "-d", self.dev], capture_output=True)
-            self.dev = None
-        if self.tmp:
-            shutil.rmtree(self.tmp, ignore_errors=True)
-            self.tmp = None
+        self.scratch.remove()
+        self.mnt = None
 
 
 def _own_blkio_cgroup() -> Path:
