@@ -81,6 +81,8 @@ from numba import njit
 
 from . import cache as C
 from .config import DEFAULT, resolve_policy
+from .disk.model import extent_address
+from .engine import cache_by_sources
 from .errors import SeqheurError
 from .options import parse_size
 from .replay import _as_stream, file_sizes_for
@@ -237,7 +239,8 @@ def belady(keys: np.ndarray, capacity: int | None) -> int:
 # the disk lower bound
 
 
-@njit(cache=True, nogil=True)
+@cache_by_sources  # calls the drive model's extent_address: keyed by every source
+@njit(nogil=True)
 def _block_pieces(bfile, bblock, blen, bs, ext_first, ext_base, extent_bytes, out_addr,
                   out_len, out_base, out_owner):
     """Physically contiguous pieces of each block (as ``disk.model.service_kernel`` maps file
@@ -248,14 +251,10 @@ def _block_pieces(bfile, bblock, blen, bs, ext_first, ext_base, extent_bytes, ou
         f = bfile[i]
         off = bblock[i] * bs
         rem = blen[i]
-        nfext = ext_first[f + 1] - ext_first[f]
         while rem > 0:
             k = off // extent_bytes
             within = off - k * extent_bytes
-            if k < nfext:
-                base = ext_base[ext_first[f] + k]
-            else:
-                base = ext_base[ext_first[f] + nfext - 1] + (k - nfext + 1) * extent_bytes
+            base = extent_address(f, k, ext_first, ext_base, extent_bytes)
             piece = min(rem, extent_bytes - within)
             out_addr[m] = base + within
             out_len[m] = piece

@@ -273,6 +273,16 @@ def _floor_index(a, x, strict):
     return lo
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def extent_address(f, k, ext_first, ext_base, extent_bytes):
+    """Disk address where extent ``k`` of file ``f`` starts in a :class:`Placement`'s arrays;
+    past the file's last extent the file continues contiguously after it."""
+    nfext = ext_first[f + 1] - ext_first[f]
+    if k < nfext:
+        return ext_base[ext_first[f] + k]
+    return ext_base[ext_first[f] + nfext - 1] + (k - nfext + 1) * extent_bytes
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def _rate(zone_start, zone_rate, addr):
     return zone_rate[_floor_index(zone_start, addr, False)]  # the zone holding addr
@@ -417,7 +427,6 @@ def service_kernel(file, offset, length, idle, ext_first, ext_base, extent_bytes
         f = file[i]
         off = offset[i]
         remaining = length[i]
-        nfext = ext_first[f + 1] - ext_first[f]
         total = 0.0
         flags = 0
         first = True
@@ -428,11 +437,7 @@ def service_kernel(file, offset, length, idle, ext_first, ext_base, extent_bytes
             else:
                 k = off // extent_bytes
                 within = off - k * extent_bytes
-            if k < nfext:
-                addr = ext_base[ext_first[f] + k] + within
-            else:
-                # past the file's last extent: continue contiguously after it
-                addr = ext_base[ext_first[f] + nfext - 1] + (k - nfext + 1) * extent_bytes + within
+            addr = extent_address(f, k, ext_first, ext_base, extent_bytes) + within
             piece = min(remaining, extent_bytes - within)
             t, fl = _piece(addr, piece, first, state, ip, fp, seek_d, seek_t, zone_start,
                            zone_rate)

@@ -38,13 +38,13 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from ..disk.model import service_kernel
+from ..disk.model import extent_address, service_kernel
 from ..options import param
 
 NAME = "closed-loop"
 #: Jitted functions that call into other modules (the drive model): the replay caches them
 #: on disk keyed by every source they reach, not by this file alone.
-KERNELS = ("simulate",)
+KERNELS = ("simulate", "op_address")
 DOC = ("clients with N outstanding READs (think time from the trace or none), network RTT "
        "and bandwidth, nfsd threads with CPU per RPC, asynchronous read-ahead, a fifo or "
        "cscan disk queue feeding the drive model; event by event")
@@ -180,11 +180,11 @@ def run(params: Params, inputs: TimingInputs) -> TimingResult:
     issue = np.zeros(n)
     done = np.zeros(n)
     state = inputs.disk.new_state()
-    busy, disk_end = simulate(arrive, nbytes, rpcs, first_op, wait_start, wait_ops, waiter_start,
-                    waiters, op_file, op_off, op_len, addr, int(params.slots),
-                    params.rtt_us * 0.5e-6, rate, params.cpu_us * 1e-6, int(params.nfsd),
-                    params.scheduler == "cscan", place.ext_first, place.ext_base,
-                    i64(place.extent_bytes), *inputs.disk.kernel_args(), state, issue, done)
+    busy, disk_end = simulate(
+        arrive, nbytes, rpcs, first_op, wait_start, wait_ops, waiter_start, waiters, op_file,
+        op_off, op_len, addr, int(params.slots), params.rtt_us * 0.5e-6, rate,
+        params.cpu_us * 1e-6, int(params.nfsd), params.scheduler == "cscan", place.ext_first,
+        place.ext_base, i64(place.extent_bytes), *inputs.disk.kernel_args(), state, issue, done)
     return TimingResult(issue, done, float(busy), float(disk_end), int(nbytes.sum()),
                         int(op_len.sum()))
 
@@ -193,21 +193,15 @@ def run(params: Params, inputs: TimingInputs) -> TimingResult:
 # preparation: addresses, and which disk reads each READ waits for
 
 
-@njit(cache=True, nogil=True)
+@njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
 def op_address(file, offset, ext_first, ext_base, extent_bytes):
     """Byte address on the disk where each read starts (the placement's first extent of the
     file when it is contiguous)."""
     out = np.empty(file.size, np.int64)
     for j in range(file.size):
-        f = file[j]
         k = offset[j] // extent_bytes
-        nfext = ext_first[f + 1] - ext_first[f]
-        within = offset[j] - k * extent_bytes
-        if k < nfext:
-            out[j] = ext_base[ext_first[f] + k] + within
-        else:  # past the last extent: contiguously after it, as the drive model does
-            out[j] = (ext_base[ext_first[f] + nfext - 1] + (k - nfext + 1) * extent_bytes
-                      + within)
+        out[j] = (extent_address(file[j], k, ext_first, ext_base, extent_bytes)
+                  + offset[j] - k * extent_bytes)
     return out
 
 
