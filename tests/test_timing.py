@@ -292,3 +292,18 @@ def test_a_plug_in_timing_model() -> None:
         TIMINGS.unregister("toy-fixed")
     with pytest.raises(SpecError, match="unknown timing model 'toy-fixed'"):
         parse_timing("toy-fixed")
+
+
+def test_summary_after_more_feeding_times_everything_fed():
+    """A Replayer summarised, fed more, and summarised again times all of its READs (the
+    first summary's timing result is not reused)."""
+    from seqheur.replay import Replayer
+
+    s = ReadStream.from_arrays([0] * 64, np.arange(64) * 8192, 8192)
+    rp = Replayer(s.file_ids, detector="freebsd4", table="ideal", policy="none",
+                  cache="64MiB", profile="ide-7200", file_sizes=np.array([64 * 8192]),
+                  timing="closed-loop")
+    rp.feed(s.slice(0, 32))
+    first = rp.summary()["e2e_seconds"]
+    rp.feed(s.slice(32, 64))
+    assert rp.summary()["e2e_seconds"] > first

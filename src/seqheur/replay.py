@@ -349,6 +349,7 @@ class Replayer:
                     1 << int(need * 2 - 1).bit_length(), int(acts.per_block)))
         if self.timing is not None:
             self._t_reqs.append((time_ns, file, offset, count))
+            self._timing_result = None  # a summary taken before this feed no longer holds
         keep = self.per_request
         lo = 0
         while lo < n:

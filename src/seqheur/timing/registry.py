@@ -59,9 +59,9 @@ class TimingSpec(Spec):
     def spec(self) -> str:
         """Canonical: name, ``preset=...`` when one is chosen, then the options that differ
         from the preset's values (or the defaults)."""
-        base = _base(self.entry, getattr(self.params, "preset", "none"))
-        parts = []
         preset = getattr(self.params, "preset", "none")
+        base = _base(self.entry, preset)
+        parts = []
         if preset != "none":
             parts.append(f"preset={preset}")
         for o in O.options(type(self.params)):
@@ -75,7 +75,7 @@ class TimingSpec(Spec):
     @property
     def disk_only(self) -> bool:
         """Whether the model adds nothing to the disk-only summary."""
-        return bool(getattr(self.entry, "disk_only", False)) or self.name == "disk-only"
+        return self.name == "disk-only"
 
     def __str__(self) -> str:
         return self.spec
