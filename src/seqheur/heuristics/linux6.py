@@ -560,7 +560,7 @@ def async_ra(world, f, row, params, head, order, req):
     _act(world, f, R.ACT_ASYNC, row[S_START], row[S_SIZE], row[S_START], row)
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline='always')
 def filemap_read(world, f, row, params, pos, count, isize):
     """One ``read``/``pread`` of ``count`` bytes at ``pos`` (``isize``: the file size in bytes,
     negative when unknown). Returns the window size (the detector's seqcount)."""
