@@ -127,3 +127,18 @@ def test_reproduce_ellard2003_quick(tmp_path):
     for c in cells:
         assert c["disk_mbps"] > 0 and c["e2e_mbps"] > 0
         assert c["e2e_error"] == pytest.approx(c["e2e_mbps"] / c["paper_mbps"] - 1)
+
+
+def test_compare_with_a_timing_model(tmp_path):
+    write_parquet(workloads.paper(2, 2, seed=1), tmp_path / "t.parquet")
+    args = ["compare", str(tmp_path / "t.parquet"), "--detectors", "never,always", "--tables",
+            "ideal", "-o", str(tmp_path / "r")]
+    res = CliRunner().invoke(cli, [*args, "--timing", "closed-loop:preset=paper-testbed", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.output)
+    assert all(r["timing"].startswith("closed-loop") and r["e2e_throughput_mbps"] > 0 for r in rows)
+    assert rows[1]["e2e_throughput_mbps"] > rows[0]["e2e_throughput_mbps"]  # always beats never
+    html = (tmp_path / "r" / "index.html").read_text()
+    assert "e2e_throughput_mbps [MB/s" in html and "Best end-to-end throughput: always" in html
+    res = CliRunner().invoke(cli, [*args, "--timing", "closed-loop:slot=2"])
+    assert res.exit_code != 0 and "unknown option 'slot'" in res.output

@@ -95,3 +95,9 @@ def test_replay_summary_says_why_a_ratio_is_undefined_and_its_units(trace):
     assert re.search(r"throughput_mbps \[MB/s \(10\^6 B/s\)\]\s+│\s+n/a \(no disk model\)", res.output)
     assert "disk_seconds [s]" in res.output and "1 MB = 10^6 B" in res.output
     assert not re.search(r"\bnan\b", res.output, re.I)
+
+
+def test_best_is_ranked_end_to_end_when_a_timing_model_ran():
+    rows = [{**_row("a", "t", 20.0), "e2e_throughput_mbps": 9.0},
+            {**_row("b", "t", 10.0), "e2e_throughput_mbps": 11.0}]
+    assert T.best_sentence(rows).startswith("Best end-to-end throughput: b with the t table, 11.00 MB/s")

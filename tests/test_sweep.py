@@ -114,3 +114,27 @@ def test_replay_takes_a_replay_config(trace):
     b = seqheur.replay(trace, "slowdown", "ellard", cache="64MiB", profile=None,
                        per_request=False).to_dict()
     assert a == b and a["policy"] == "freebsd4-cluster"
+
+
+def test_timing_is_an_axis_and_disk_only_ids_are_unchanged(trace, tmp_path):
+    import seqheur
+    from seqheur.config import ReplayConfig
+
+    timed = "closed-loop:preset=paper-testbed"
+    configs = grid_from_dict({"detector": ["freebsd4"], "table": ["ideal"], "cache": ["16MiB"],
+                              "timing": ["disk-only", timed]})
+    assert [c.timing for c in configs] == ["disk-only", timed]
+    # a disk-only row keeps the id it had before timing was an axis (older outputs resume)
+    old_style = grid_from_dict({"detector": ["freebsd4"], "table": ["ideal"], "cache": ["16MiB"]})
+    assert old_style[0].config_id == configs[0].config_id != configs[1].config_id
+    rows = sweep(trace, configs, tmp_path / "s.parquet")
+    assert rows["timing"].to_list() == ["disk-only", timed]
+    disk_only, e2e = rows.to_dicts()
+    assert disk_only["e2e_throughput_mbps"] is None and e2e["e2e_throughput_mbps"] > 0
+    # the timed row is what replay gives with that timing model (from a ReplayConfig too)
+    cfg = ReplayConfig(detector="freebsd4", table="ideal", cache="16MiB", timing=timed)
+    ref = seqheur.replay(trace, config=cfg, per_request=False).to_dict()
+    assert e2e["e2e_throughput_mbps"] == pytest.approx(ref["e2e_throughput_mbps"], rel=SUMMARY_REL)
+    assert e2e["throughput_mbps"] == pytest.approx(disk_only["throughput_mbps"], rel=SUMMARY_REL)
+    with pytest.raises(SeqheurError, match="unknown option 'slot'.*valid: .*slots="):
+        grid_from_dict({"timing": ["closed-loop:slot=4"]})

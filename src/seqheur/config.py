@@ -22,6 +22,8 @@ class ReplayConfig:
     ``reorder_window``: bytes from the expected offset within which a READ counts as
     reordered (Ellard & Seltzer's "within 64k"). ``drive_cache``: model the drive's segmented
     read cache. ``clip_eof``: requests and read-ahead stop at each file's (observed) end.
+    ``timing``: a timing model spec (``closed-loop:preset=paper-testbed``; docs/timing.md)
+    whose end-to-end columns join the summary; ``disk-only`` (the default) adds none.
     """
 
     detector: str = "freebsd4"
@@ -32,6 +34,7 @@ class ReplayConfig:
     reorder_window: int = 65536
     drive_cache: bool = True
     clip_eof: bool = True
+    timing: str = "disk-only"
 
 
 DEFAULT = ReplayConfig()

@@ -568,8 +568,9 @@ def replay(stream_or_table: Any, detector: Any = DEFAULT.detector, table: Any = 
     ``reordered`` rather than ``nonsequential``. ``per_request=False`` keeps only the summary;
     ``requests_to=PATH`` streams the per-request columns to a Parquet file (summary in its
     metadata) instead of keeping them in memory. ``config``: a :class:`ReplayConfig`
-    supplying detector, table, policy, cache, profile, reorder window, drive cache and
-    end-of-file clipping instead of the arguments. ``actions=True`` records every read-ahead
+    supplying detector, table, policy, cache, profile, reorder window, drive cache,
+    end-of-file clipping and (unless ``timing`` is given) the timing model instead of the
+    arguments. ``actions=True`` records every read-ahead
     action (``ReplayResult.actions``: why each block was read). ``sizes_from``: the trace path
     or request table whose reply attributes give the file sizes when ``stream_or_table`` is
     an already built ReadStream. ``timing``: a timing model spec (``"closed-loop:slots=8"``,
@@ -586,6 +587,7 @@ def replay(stream_or_table: Any, detector: Any = DEFAULT.detector, table: Any = 
         detector, table, policy, cache = config.detector, config.table, config.policy, config.cache
         profile, reorder_window = config.profile, config.reorder_window
         drive_cache, clip_eof = config.drive_cache, config.clip_eof
+        timing = config.timing if timing is None else timing
     stream = _as_stream(stream_or_table)
     source = sizes_from if isinstance(stream_or_table, ReadStream) else stream_or_table
     sizes, size_source = file_sizes_for(source, stream, file_sizes)

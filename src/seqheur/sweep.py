@@ -7,6 +7,7 @@ Grid file (``docs/scaling.md``)::
     policy   = ["auto"]                                 # read-ahead policies
     cache    = ["64MiB", "256MiB"]                      # buffer-cache sizes
     profile  = ["ide-7200"]                             # disk profiles (names or files)
+    timing   = ["disk-only", "closed-loop:preset=paper-testbed"]   # timing models
 
     [detector_params.slowdown]      # adds slowdown:window=16384, slowdown:window=262144
     window = [16384, 262144]
@@ -16,10 +17,12 @@ Grid file (``docs/scaling.md``)::
     probes = [4, 32]
 
 Every axis is optional; the defaults are :class:`seqheur.config.ReplayConfig`'s (freebsd4,
-freebsd4, auto = each detector's default policy, 256MiB, ide-7200), so a sweep over every
-registered detector with default options works.
+freebsd4, auto = each detector's default policy, 256MiB, ide-7200, disk-only), so a sweep over
+every registered detector with default options works. A timing model other than
+``disk-only`` adds its end-to-end columns to the rows (docs/timing.md); a ``disk-only`` row's
+``config_id`` is the same as before timing was an axis, so older outputs resume.
 Rows are identical whatever the executor (serial, local processes, Dask): they are ordered by
-configuration, never by completion, and carry no timing. Re-running with the same output
+configuration, never by completion, and carry no wall-clock times. Re-running with the same output
 skips configurations already there (failed ones are retried).
 """
 
@@ -40,7 +43,7 @@ from .config import DEFAULT
 from .errors import SeqheurError
 from .executors import ExecutorSpec, run_tasks
 
-AXES = ("detector", "table", "policy", "cache", "profile")
+AXES = ("detector", "table", "policy", "cache", "profile", "timing")
 DEFAULTS = {a: getattr(DEFAULT, a) for a in AXES}  # seqheur.config.ReplayConfig
 CHECKPOINT_SECONDS = 10.0
 
@@ -52,13 +55,17 @@ class Config:
     policy: str
     cache: str
     profile: str
+    timing: str = DEFAULTS["timing"]
 
     def as_dict(self) -> dict[str, str]:
         return {a: getattr(self, a) for a in AXES}
 
     @property
     def config_id(self) -> str:
-        return hashlib.sha1(json.dumps(self.as_dict(), sort_keys=True).encode()).hexdigest()[:16]
+        key = self.as_dict()
+        if key["timing"] == DEFAULTS["timing"]:  # the id a row had before timing was an axis
+            del key["timing"]
+        return hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def load_grid(path: str | os.PathLike[str]) -> list[Config]:
@@ -107,7 +114,20 @@ def grid_from_dict(doc: dict[str, Any], source: str = "grid") -> list[Config]:
         if not axes[a]:
             axes[a] = [DEFAULTS[a]]
         axes[a] = list(dict.fromkeys(axes[a]))  # de-duplicate, keep order
+    _check_timing(axes["timing"], source)
     return [Config(*combo) for combo in itertools.product(*(axes[a] for a in AXES))]
+
+
+def _check_timing(specs: list[str], source: str) -> None:
+    """A bad timing spec fails when the grid is read, not once per configuration."""
+    from .errors import SpecError
+    from .timing import parse_timing
+
+    for spec in specs:
+        try:
+            parse_timing(spec)
+        except SpecError as exc:
+            raise SeqheurError(f"{source}: {exc}") from exc
 
 
 @lru_cache(maxsize=4)

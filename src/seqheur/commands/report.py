@@ -27,11 +27,14 @@ def register(cli: click.Group) -> None:
 @click.option("--profile", default=DEFAULT.profile, show_default=True, help="disk profile name or JSON file")
 @click.option("--cache", default=DEFAULT.cache, show_default=True, help="buffer-cache size")
 @click.option("--policy", default=None, help="read-ahead policy (default: the detector's own)")
+@click.option("--timing", default=None, metavar="SPEC",
+              help="timing model (docs/timing.md), e.g. closed-loop:preset=paper-testbed: adds "
+                   "end-to-end throughput, READ latency and disk utilisation to every row")
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
               help="report directory (index.html, results.parquet, *.png)")
 @click.option("--json", "as_json", is_flag=True, help="print the summary rows as JSON")
 def compare(trace: Path, detectors: str, tables: str, profile: str, cache: str,
-            policy: str | None, output: Path, as_json: bool) -> None:
+            policy: str | None, timing: str | None, output: Path, as_json: bool) -> None:
     """Replay every detector x table on TRACE and write a side-by-side report.
 
     \b
@@ -43,11 +46,17 @@ def compare(trace: Path, detectors: str, tables: str, profile: str, cache: str,
 
     from ..report.text import json_safe
 
-    res = run(trace, detectors, tables, profile=profile, cache=cache, policy=policy, out_dir=output)
+    if timing is not None:
+        from ..timing import parse_timing
+
+        parse_timing(timing)  # a bad spec fails before any replay
+    res = run(trace, detectors, tables, profile=profile, cache=cache, policy=policy, out_dir=output,
+              timing=timing)
     if as_json:
         echo_json(json_safe(res.summary.to_dicts()))  # undefined ratios are null, not NaN
         return
-    _print_summary(res.summary, [c for c in ("detector", "table", "throughput_mbps", "coverage",
+    _print_summary(res.summary, [c for c in ("detector", "table", "throughput_mbps",
+                                             "e2e_throughput_mbps", "read_latency_p99_ms", "coverage",
                                              "accuracy", "misses", "prefetch_wasted",
                                              "table_ejections") if c in res.summary.columns])
     click.echo(f"report: {res.html}")
@@ -69,7 +78,8 @@ def _print_summary(df, cols) -> None:
     from ..report.text import THROUGHPUT_UNIT, UNITS_NOTE, best_sentence, cell, undefined_note
 
     rows = df.select(cols).to_dicts()
-    heads = {"throughput_mbps": f"throughput {THROUGHPUT_UNIT}"}
+    heads = {"throughput_mbps": f"throughput {THROUGHPUT_UNIT}",
+             "e2e_throughput_mbps": f"end to end {THROUGHPUT_UNIT}", "read_latency_p99_ms": "p99 ms"}
     t = Table(show_edge=False)
     for c in cols:
         t.add_column(heads.get(c, c), justify="left" if c in ("detector", "table") else "right",

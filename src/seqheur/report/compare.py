@@ -16,7 +16,10 @@ import numpy as np
 from ..config import DEFAULT
 from ..errors import SeqheurError
 
-SUMMARY_COLUMNS = ("detector", "table", "throughput_mbps", "disk_seconds", "coverage", "accuracy",
+# the end-to-end columns are there only when a timing model ran (seqheur.metrics.TIMING_METRICS)
+SUMMARY_COLUMNS = ("detector", "table", "throughput_mbps", "disk_seconds", "e2e_throughput_mbps",
+                   "e2e_seconds", "read_latency_p50_ms", "read_latency_p99_ms",
+                   "disk_utilisation", "coverage", "accuracy",
                    "hits", "misses", "prefetched", "prefetch_used", "prefetch_wasted",
                    "table_ejections", "lost_ejected", "lost_reordered", "lost_nonsequential",
                    "lost_cold", "lost_evicted", "disk_ops")
@@ -52,8 +55,10 @@ def compare(trace, detectors: str | Sequence[str] = ("freebsd4", "slowdown", "cu
             tables: str | Sequence[str] = ("freebsd4", "ellard", "ideal"),
             profile: str | None = DEFAULT.profile, cache: str = DEFAULT.cache,
             policy: str | None = None,
-            out_dir: str | Path | None = None, title: str | None = None) -> CompareResult:
-    """Replay every detector x table on ``trace`` (a path or a request table)."""
+            out_dir: str | Path | None = None, title: str | None = None,
+            timing: str | None = None) -> CompareResult:
+    """Replay every detector x table on ``trace`` (a path or a request table); ``timing``: a
+    timing model spec whose end-to-end columns join each row (docs/timing.md)."""
     import polars as pl
     import pyarrow as pa
 
@@ -80,6 +85,8 @@ def compare(trace, detectors: str | Sequence[str] = ("freebsd4", "slowdown", "cu
     opts: dict[str, Any] = {"profile": profile, "cache": cache}
     if policy:
         opts["policy"] = policy
+    if timing:
+        opts["timing"] = timing
     with progress("replaying", total=len(dets) * len(tabs)) as bar:
         for d, t in itertools.product(dets, tabs):
             res = replay(stream, detector=d, table=t, **opts)
@@ -122,10 +129,11 @@ def compare(trace, detectors: str | Sequence[str] = ("freebsd4", "slowdown", "cu
             rep.paragraph(best)
         cols = [c for c in SUMMARY_COLUMNS if c in summary.columns]
         shown = summary.select(cols).to_dicts()
-        heads = {c: unit_label(c) for c in ("throughput_mbps", "disk_seconds")}  # units, once
-        rep.table([{heads.get(k, k): v for k, v in r.items()} for r in shown],
-                  formats={"coverage": ".1%", "accuracy": ".1%", heads["throughput_mbps"]: ".2f",
-                           heads["disk_seconds"]: ".2f"})
+        timed = [c for c in cols if c.endswith(("_mbps", "_seconds", "_ms"))]
+        heads = {c: unit_label(c) for c in timed}  # units, once
+        fmt = {"coverage": ".1%", "accuracy": ".1%", "disk_utilisation": ".1%",
+               **{heads[c]: ".2f" for c in timed}}
+        rep.table([{heads.get(k, k): v for k, v in r.items()} for r in shown], formats=fmt)
         note = undefined_note(shown, cols)
         if note:
             rep.paragraph(note)

@@ -88,16 +88,21 @@ def top_rows(rows: Iterable[Mapping[str, Any]], key: str = "throughput_mbps") ->
 
 def best_sentence(rows: Iterable[Mapping[str, Any]]) -> str | None:
     """"Best estimated throughput: ..." for a row alone at the top, "Tie for the best ...:
-    a / t, b / t" when several rows share it, None when no row has a throughput."""
-    top = top_rows(rows)
+    a / t, b / t" when several rows share it, None when no row has a throughput. Rows timed
+    by a timing model are ranked by what the clients see (``e2e_throughput_mbps``)."""
+    rows = list(rows)
+    e2e = any(not is_undefined(r.get("e2e_throughput_mbps")) for r in rows)
+    key = "e2e_throughput_mbps" if e2e else "throughput_mbps"
+    what = "end-to-end throughput" if e2e else "estimated throughput"
+    top = top_rows(rows, key)
     if not top:
         return None
     b = top[0]
-    mbps = f"{b['throughput_mbps']:.2f} MB/s"
+    mbps = f"{b[key]:.2f} MB/s"
     labels = list(dict.fromkeys(f"{r['detector']} / {r['table']}" for r in top))
     if len(top) > 1:
         same = ", ".join(labels) if len(labels) > 1 else f"{labels[0]} (given {len(top)} times)"
-        return f"Tie for the best estimated throughput, {mbps}: {same}."
-    return (f"Best estimated throughput: {b['detector']} with the {b['table']} table, {mbps} "
+        return f"Tie for the best {what}, {mbps}: {same}."
+    return (f"Best {what}: {b['detector']} with the {b['table']} table, {mbps} "
             f"(coverage {prose('coverage', b.get('coverage'), '.1%')}, "
             f"accuracy {prose('accuracy', b.get('accuracy'), '.1%')}).")
