@@ -303,3 +303,33 @@ def test_ganesha_log_filter_drops_known_noise(tmp_path):
         "21/11 : epoch x : vm : nfs-ganesha-1[main] main :MAIN :EVENT :Starting\n")
     out = serious_log_lines(log)
     assert "Lookup failed on path" in out and "dbus" not in out and "keytab" not in out
+
+
+def test_sigterm_raises_unwinds_and_restores_the_handler():
+    """kernel-check and lab validate clean up on SIGTERM as on Ctrl-C: inside the context
+    manager SIGTERM raises, and the handler in force before is back afterwards."""
+    import os
+    import signal
+    import threading
+
+    from seqheur.loopdev import sigterm_raises
+
+    class Stop(Exception):
+        pass
+
+    cleaned = []
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Stop, match="signal 15"):
+        with sigterm_raises(Stop):
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                signal.sigtimedwait([], 0.5)  # let the handler run
+            finally:
+                cleaned.append(True)
+    assert cleaned == [True] and signal.getsignal(signal.SIGTERM) is before
+    # outside the main thread no handler can be set: signals are left alone
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(sigterm_raises().__enter__() is None))
+    t.start()
+    t.join()
+    assert seen == [True] and signal.getsignal(signal.SIGTERM) is before

@@ -407,7 +407,8 @@ def device_of(path: str) -> Device:
 
 class LoopDevice:
     """A scratch ext4 on a loop device of our own (:class:`seqheur.loopdev.ScratchExt4`);
-    everything is removed on exit, also after Ctrl-C or SIGTERM."""
+    everything is removed on exit, also after Ctrl-C or (inside :func:`run_check`, which turns
+    it into KeyboardInterrupt) SIGTERM."""
 
     def __init__(self, size: int) -> None:
         from .loopdev import ScratchExt4
@@ -415,13 +416,10 @@ class LoopDevice:
         self.scratch = ScratchExt4(size, prefix="seqheur-kcheck-")
 
     def __enter__(self) -> tuple[Device, str]:
-        import signal
-
         if os.geteuid() != 0:
             raise KernelCheckError("a loop device and its sysfs settings need root; without "
                                    "root use --dir DIR (scratch files on DIR's device, its own "
                                    "read_ahead_kb)")
-        self._old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
             mnt = self.scratch.create()
             return device_of(mnt), mnt
@@ -430,10 +428,7 @@ class LoopDevice:
             raise
 
     def __exit__(self, *exc: Any) -> None:
-        import signal
-
         self.scratch.remove()
-        signal.signal(signal.SIGTERM, getattr(self, "_old_term", signal.SIG_DFL))
 
 
 def _remove(path: str) -> None:
@@ -441,10 +436,6 @@ def _remove(path: str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
-
-
-def _raise_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def _scratch_files(where: str, sizes: Sequence[int], seed: int = 0) -> list[str]:
@@ -492,16 +483,12 @@ def run_check(patterns: Sequence[Pattern], ra_kbs: Sequence[int | None], *,
     kernel's pages to (:func:`write_recording`, one file per setting)."""
     import contextlib
 
-    import signal
+    from .loopdev import sigterm_raises
 
     files = {(k, s) for p in patterns for k, s in enumerate(p.sizes)}  # _scratch_files names
     total = sum(s for _, s in files)
     with contextlib.ExitStack() as stack:
-        try:  # SIGTERM unwinds like Ctrl-C, so everything below is cleaned up
-            old = signal.signal(signal.SIGTERM, _raise_interrupt)
-            stack.callback(signal.signal, signal.SIGTERM, old)
-        except ValueError:  # not the main thread: the caller handles signals
-            pass
+        stack.enter_context(sigterm_raises())  # unwinds like Ctrl-C: everything is cleaned up
         if where is None:
             dev, where = stack.enter_context(LoopDevice(int(total * 1.3) + (64 << 20)))
             own = True

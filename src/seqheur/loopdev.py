@@ -7,8 +7,32 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+
+@contextmanager
+def sigterm_raises(exc_type: type[BaseException] = KeyboardInterrupt) -> Iterator[None]:
+    """While inside, SIGTERM raises ``exc_type`` (as Ctrl-C raises KeyboardInterrupt), so the
+    ``finally`` blocks and exit callbacks that remove loop devices, mounts and cgroups run on
+    either; the previous handler is restored on exit. Outside the main thread (where Python
+    allows no handler) signals are left to the caller."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise exc_type(f"signal {signum}")
+
+    try:
+        old = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 class ScratchExt4:

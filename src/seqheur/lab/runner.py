@@ -22,10 +22,9 @@ import signal
 import subprocess
 import sys
 import tempfile
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 from ..io import write_json, write_text
 from . import manifest as mf
@@ -90,20 +89,12 @@ class _Interrupted(Exception):
     pass
 
 
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    def handler(signum: int, frame: Any) -> None:
-        raise _Interrupted(f"signal {signum}")
+def _sigterm_as_interrupt():
+    """SIGTERM raises :class:`_Interrupted` inside (lab processes, mounts and cgroups are
+    then stopped and removed as after Ctrl-C)."""
+    from ..loopdev import sigterm_raises
 
-    try:
-        old = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
+    return sigterm_raises(_Interrupted)
 
 
 UNSHARE = ["unshare", "--net", "--mount", "--propagation", "private", "--pid", "--fork",
