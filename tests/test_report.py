@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -32,15 +33,16 @@ def test_compare_outputs(report_dir):
     out, res = report_dir
     r = out / "r"
     assert (r / "index.html").exists() and (r / "results.parquet").exists()
-    df = pl.read_parquet(r / "results.parquet")
-    assert df.height == 8
+    saved = pl.read_parquet(r / "results.parquet")
+    df = saved.filter(pl.col("kind") == "heuristic")
+    assert df.height == 8 and saved.height == 8 + res.references.height
     assert set(df["detector"]) == {"freebsd4", "slowdown", "cursor:cursors=4", "always"}
-    for k in ("throughput", "blocks", "causes", "seqcount", "ejections", "streams"):
+    for k in ("throughput", "blocks", "causes", "bound", "seqcount", "ejections", "streams"):
         png = res.figures[k]
         assert png.exists() and png.stat().st_size > 10_000, k
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     html = (r / "index.html").read_text()
-    assert html.count("data:image/png;base64,") == 6
+    assert html.count("data:image/png;base64,") == 7
     assert "src=\"http" not in html  # self-contained
     # laws visible in the report: never prefetches nothing; the ideal table never ejects
     never = compare(out / "t.parquet", "never", "ideal", profile="ide-7200", cache="32MiB").summary
@@ -55,7 +57,8 @@ def test_compare_cli_json(tmp_path):
                                    "--tables", "ideal", "-o", str(tmp_path / "r"), "--json"])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.output)
-    assert [r["detector"] for r in rows] == ["freebsd4", "always"]
+    assert [r["detector"] for r in rows if r["kind"] == "heuristic"] == ["freebsd4", "always"]
+    assert [r["detector"] for r in rows if r["kind"] == "reference"][-1] == "lower bound"
 
 
 def test_compare_rejects_a_trace_without_reads(tmp_path):
@@ -135,10 +138,55 @@ def test_compare_with_a_timing_model(tmp_path):
             "ideal", "-o", str(tmp_path / "r")]
     res = CliRunner().invoke(cli, [*args, "--timing", "closed-loop:preset=paper-testbed", "--json"])
     assert res.exit_code == 0, res.output
-    rows = json.loads(res.output)
+    rows = [r for r in json.loads(res.output) if r["kind"] == "heuristic"]
     assert all(r["timing"].startswith("closed-loop") and r["e2e_throughput_mbps"] > 0 for r in rows)
     assert rows[1]["e2e_throughput_mbps"] > rows[0]["e2e_throughput_mbps"]  # always beats never
     html = (tmp_path / "r" / "index.html").read_text()
     assert "e2e_throughput_mbps [MB/s" in html and "Best end-to-end throughput: always" in html
     res = CliRunner().invoke(cli, [*args, "--timing", "closed-loop:slot=2"])
     assert res.exit_code != 0 and "unknown option 'slot'" in res.output
+
+
+def test_gain_fraction():
+    from seqheur.report.gain import gain_fraction
+
+    assert gain_fraction(5.0, 5.0, 10.0) == 0.0 and gain_fraction(10.0, 5.0, 10.0) == 1.0
+    assert gain_fraction(7.5, 5.0, 10.0) == pytest.approx(0.5)
+    for undefined in ((7.0, 5.0, None), (7.0, 5.0, 5.0), (7.0, 5.0, 4.0), (math.nan, 5.0, 9.0)):
+        assert math.isnan(gain_fraction(*undefined))
+
+
+def test_compare_references_at_each_block_size(tmp_path):
+    """No read-ahead and the lower bound (and the oracle where seqheur.bound gives one) beside
+    the heuristics, one set per block size; the bound is below every heuristic of its block
+    size, and no read-ahead is what the `never` detector gives at 16 KiB."""
+    import seqheur
+
+    trace = tmp_path / "t.parquet"
+    write_parquet(workloads.paper(3, 3, reorder=0.05, seed=2), trace)
+    res = compare(trace, "never,freebsd4,always,linux-6", "ideal", profile="ide-7200",
+                  cache="16MiB", out_dir=tmp_path / "r")
+    from seqheur.report.gain import GAIN_COLUMNS
+
+    refs = res.references.to_dicts()
+    assert {r["block_size"] for r in refs} == {4096, 16384}
+    assert set(GAIN_COLUMNS) <= set(res.summary.columns)
+    bound = {r["block_size"]: r for r in refs if r["detector"] == "lower bound"}
+    none = {r["block_size"]: r for r in refs if r["detector"] == "no read-ahead"}
+    for row in res.summary.to_dicts():
+        b = row["block_size"]
+        assert row["lower_bound_disk_seconds"] == bound[b]["disk_seconds"]
+        assert bound[b]["disk_seconds"] <= row["disk_seconds"] * (1 + 1e-9)
+        assert row["no_readahead_throughput_mbps"] == none[b]["throughput_mbps"]
+    never = res.summary.filter(pl.col("detector") == "never").to_dicts()[0]
+    ref = seqheur.replay(trace, "never", "ideal", "none:bsize=16384", "16MiB", "ide-7200",
+                         per_request=False)
+    assert never["throughput_mbps"] == pytest.approx(ref["throughput_mbps"], rel=1e-9)
+    assert none[16384]["throughput_mbps"] == pytest.approx(ref["throughput_mbps"], rel=1e-9)
+    saved = pl.read_parquet(tmp_path / "r" / "results.parquet")
+    assert saved["kind"].to_list() == ["heuristic"] * 4 + ["reference"] * len(refs)
+    assert (tmp_path / "r" / "bound.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "How much is left on the table" in (tmp_path / "r" / "index.html").read_text()
+    bare = compare(trace, "always", "ideal", profile="ide-7200", cache="16MiB", references=False)
+    assert bare.references is None and "achievable_gain_fraction" not in bare.summary.columns
+    assert compare(trace, "always", "ideal", profile=None).references is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import click
@@ -32,9 +33,14 @@ def register(cli: click.Group) -> None:
                    "end-to-end throughput, READ latency and disk utilisation to every row")
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
               help="report directory (index.html, results.parquet, *.png)")
-@click.option("--json", "as_json", is_flag=True, help="print the summary rows as JSON")
+@click.option("--no-references", is_flag=True,
+              help="skip the reference rows (no read-ahead, oracle, lower bound: seqheur bound) "
+                   "and each row's share of the achievable gain")
+@click.option("--json", "as_json", is_flag=True,
+              help="print the rows as JSON (kind: heuristic, then reference)")
 def compare(trace: Path, detectors: str, tables: str, profile: str, cache: str,
-            policy: str | None, timing: str | None, output: Path, as_json: bool) -> None:
+            policy: str | None, timing: str | None, no_references: bool, output: Path,
+            as_json: bool) -> None:
     """Replay every detector x table on TRACE and write a side-by-side report.
 
     \b
@@ -44,21 +50,28 @@ def compare(trace: Path, detectors: str, tables: str, profile: str, cache: str,
     """
     from ..report.compare import SUMMARY_COLUMNS, compare as run
 
-    from ..report.text import json_safe
+    from ..report.text import cell, json_safe
 
     if timing is not None:
         from ..timing import parse_timing
 
         parse_timing(timing)  # a bad spec fails before any replay
     res = run(trace, detectors, tables, profile=profile, cache=cache, policy=policy, out_dir=output,
-              timing=timing)
-    if as_json:
-        echo_json(json_safe(res.summary.to_dicts()))  # undefined ratios are null, not NaN
+              timing=timing, references=not no_references)
+    refs = [] if res.references is None else res.references.to_dicts()
+    if as_json:  # undefined ratios are null, not NaN
+        echo_json(json_safe([{"kind": "heuristic", **r} for r in res.summary.to_dicts()]
+                            + [{"kind": "reference", **r} for r in refs]))
         return
     _print_summary(res.summary, [c for c in ("detector", "table", "throughput_mbps",
                                              "e2e_throughput_mbps", "read_latency_p99_ms", "coverage",
-                                             "accuracy", "misses", "prefetch_wasted",
-                                             "table_ejections") if c in res.summary.columns])
+                                             "accuracy", "achievable_gain_fraction", "misses",
+                                             "prefetch_wasted", "table_ejections")
+                                 if c in res.summary.columns])
+    for block, group in itertools.groupby(refs, key=lambda r: r["table"]):
+        figures = ", ".join(f"{r['detector']} {cell(r['throughput_mbps'], '.2f')} MB/s "
+                            f"({cell(r['disk_seconds'], '.3f')} s)" for r in group)
+        click.echo(f"references at {block}: {figures}")
     click.echo(f"report: {res.html}")
 
 
@@ -79,6 +92,7 @@ def _print_summary(df, cols) -> None:
 
     rows = df.select(cols).to_dicts()
     heads = {"throughput_mbps": f"throughput {THROUGHPUT_UNIT}",
+             "achievable_gain_fraction": "share of gain",
              "e2e_throughput_mbps": f"end to end {THROUGHPUT_UNIT}", "read_latency_p99_ms": "p99 ms"}
     t = Table(show_edge=False)
     for c in cols:

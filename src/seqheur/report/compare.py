@@ -32,6 +32,7 @@ class CompareResult:
     figures: dict[str, Path]
     html: Path | None
     stats: dict[str, Any]
+    references: Any = None  # polars DataFrame: no read-ahead, oracle, lower bound (gain.py)
 
 
 def _split(spec: str | Sequence[str]) -> list[str]:
@@ -56,9 +57,12 @@ def compare(trace, detectors: str | Sequence[str] = ("freebsd4", "slowdown", "cu
             profile: str | None = DEFAULT.profile, cache: str = DEFAULT.cache,
             policy: str | None = None,
             out_dir: str | Path | None = None, title: str | None = None,
-            timing: str | None = None) -> CompareResult:
+            timing: str | None = None, references: bool = True) -> CompareResult:
     """Replay every detector x table on ``trace`` (a path or a request table); ``timing``: a
-    timing model spec whose end-to-end columns join each row (docs/timing.md)."""
+    timing model spec whose end-to-end columns join each row (docs/timing.md).
+    ``references`` (with a profile): rows for no read-ahead, the oracle and the lower bound
+    at each block size, and each row's share of the achievable gain
+    (:mod:`seqheur.report.gain`)."""
     import polars as pl
     import pyarrow as pa
 
@@ -89,24 +93,39 @@ def compare(trace, detectors: str | Sequence[str] = ("freebsd4", "slowdown", "cu
         opts["timing"] = timing
     with progress("replaying", total=len(dets) * len(tabs)) as bar:
         for d, t in itertools.product(dets, tabs):
-            res = replay(stream, detector=d, table=t, **opts)
+            # file sizes from the trace's reply attributes, as `seqheur replay` takes them
+            res = replay(stream, detector=d, table=t, sizes_from=table, **opts)
             row = res.summary.to_dicts()[0]
             row["detector"], row["table"] = d, t  # as the user wrote them
             rows.append(row)
             per_request[(d, t)] = _per_request(res, stream)
             bar.advance()
-    summary = pl.DataFrame(rows, infer_schema_length=None)
+    refs: list[dict[str, Any]] = []
+    if references and profile is not None:
+        from .gain import references as reference_rows
+
+        with progress("bound and oracle", total=1) as bar:
+            rows, refs = reference_rows(stream, rows, cache=cache, profile=profile,
+                                        sizes_from=table)
+            bar.advance()
+    everything = pl.DataFrame([{"kind": "heuristic", **r} for r in rows] + refs,
+                              infer_schema_length=None)
+    summary = everything.filter(pl.col("kind") == "heuristic").drop("kind")
+    ref_frame = (everything.filter(pl.col("kind") == "reference").select(list(refs[0]))
+                 .drop("kind") if refs else None)
     figs: dict[str, Path] = {}
     html_path = None
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        write_parquet(summary, out / "results.parquet")
+        write_parquet(everything, out / "results.parquet")  # kind: heuristic or reference
         write_json(st.summary, out / "stats.json")
         figs["throughput"] = F.throughput_bars(summary, out / "throughput.png",
                                                title=f"Estimated throughput ({profile}, cache {cache})")
         figs["blocks"] = F.blocks_bars(summary, out / "blocks.png")
         figs["causes"] = F.causes_bars(summary, out / "causes.png")
+        if ref_frame is not None:
+            figs["bound"] = F.bound_bars(summary, ref_frame, out / "bound.png")
         busiest = st.files.sort("requests", descending=True).head(BUSIEST)["file"].to_list()
         t0 = stream.time_ns.min()
         tsec = (stream.time_ns - t0) / 1e9
@@ -137,10 +156,30 @@ def compare(trace, detectors: str | Sequence[str] = ("freebsd4", "slowdown", "cu
         note = undefined_note(shown, cols)
         if note:
             rep.paragraph(note)
+        if ref_frame is not None:
+            rep.heading("How much is left on the table")
+            rep.paragraph("Share of the achievable gain = (throughput - no read-ahead) / "
+                          "(oracle - no read-ahead), each at the combination's block size: 0 "
+                          "gains nothing over no read-ahead, 1 gains all the clairvoyant "
+                          "oracle does (docs/bound.md).")
+            rep.table([{"detector": r["detector"], "table": r["table"],
+                        "share of the achievable gain": r["achievable_gain_fraction"],
+                        heads.get("throughput_mbps", "throughput_mbps"): r["throughput_mbps"],
+                        "disk s / lower bound": (r["disk_seconds"] / r["lower_bound_disk_seconds"]
+                                                 if r["lower_bound_disk_seconds"] else None)}
+                       for r in summary.to_dicts()],
+                      formats={"share of the achievable gain": ".1%", "disk s / lower bound": ".2f",
+                               heads.get("throughput_mbps", "throughput_mbps"): ".2f"})
+            rep.table(ref_frame.select("detector", "table", "throughput_mbps", "disk_seconds",
+                                       "misses").to_dicts(),
+                      formats={"throughput_mbps": ".2f", "disk_seconds": ".3f"})
         captions = {
             "throughput": "Estimated throughput from the disk model, per table model and detector.",
             "blocks": "Demand hits and misses (left bar) and read-ahead blocks never used (right bar).",
             "causes": "Demand misses that read-ahead could have served, by why it was lost.",
+            "bound": "Disk time of each combination against the references at its block size: "
+                     "no read-ahead, the clairvoyant oracle (achievable) and the lower bound "
+                     "no schedule beats (docs/bound.md).",
             "seqcount": f"seqcount of the {len(busiest)} busiest files over time (table {tabs[0]}).",
             "ejections": "Cumulative table ejections: a file's heuristic state thrown away.",
             "streams": "The trace itself: per-file reordering and sequential run lengths.",
@@ -153,7 +192,7 @@ def compare(trace, detectors: str | Sequence[str] = ("freebsd4", "slowdown", "cu
         rep.table([{k: (v if not isinstance(v, dict) else ", ".join(f"{a}: {b}" for a, b in v.items()))
                     for k, v in s.items()}])
         html_path = rep.write(out / "index.html")
-    return CompareResult(summary, figs, html_path, st.summary)
+    return CompareResult(summary, figs, html_path, st.summary, ref_frame)
 
 
 def _per_request(result, stream) -> dict[str, np.ndarray]:

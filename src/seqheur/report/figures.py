@@ -119,6 +119,32 @@ def causes_bars(summary, path: str | Path) -> Path:
     return save(fig, path)
 
 
+def bound_bars(summary, references, path: str | Path) -> Path:
+    """Per combination: disk seconds as a bar, with the references at its block size as
+    markers (no read-ahead, the oracle, the lower bound): how far each heuristic is from the
+    best schedule and from the floor."""
+    plt = _plt()
+    labels = _labels(summary)
+    x = np.arange(len(labels))
+    fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(labels) + 2), 3.8))
+    ax.bar(x, summary["disk_seconds"].to_numpy().astype(float), 0.6, color="#9ecae1",
+           label="heuristic")
+    ref = {(r["detector"], r["block_size"]): r["disk_seconds"] for r in references.to_dicts()}
+    marks = (("no read-ahead", "v", "#7f7f7f"), ("oracle", "D", "#2ca02c"),
+             ("lower bound", "_", "#d62728"))
+    blocks = summary["block_size"].to_list()
+    for name, marker, color in marks:
+        ys = np.array([ref.get((name, b), np.nan) for b in blocks], dtype=float)
+        if np.isfinite(ys).any():
+            ax.scatter(x, ys, marker=marker, s=60 if marker == "_" else 24, color=color,
+                       zorder=3, label=name, linewidths=2)
+    ax.set_xticks(x, labels, fontsize=7)
+    ax.set_ylabel("disk seconds (lower is better)")
+    ax.set_title("Against the bound")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return save(fig, path)
+
+
 def seqcount_timeline(series: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]],
                       file_labels: dict[int, str], path: str | Path) -> Path:
     """Small multiples: one panel per busy file, seqcount over time, one line per detector.

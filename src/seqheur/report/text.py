@@ -25,6 +25,7 @@ WHY_UNDEFINED = {
     "hit_ratio": "no demand blocks",
     "throughput_mbps": "no disk model",
     "disk_seconds": "no disk model",
+    "achievable_gain_fraction": "no oracle, or it gains nothing over no read-ahead",
 }
 #: Two throughputs this close (relative) are the same figure: replays of equivalent
 #: configurations agree to the last bit, and float noise is ~1e-15.
