@@ -120,20 +120,32 @@ def run_strides(setup: Setup, replay_summary: Callable[..., dict[str, Any]], bar
     from .. import workloads
     from ..streams import reads
 
+    from .gain import references
+
     rows = []
     for s_ in STRIDES:
         stream = reads(workloads.stride(s_, setup.total_mb, REQUEST_KB, seed=7))
-        for prof, det in itertools.product(setup.profiles, STRIDE_DETECTORS):
-            s = replay_summary(stream, detector=det, table="freebsd4", cache=CACHE, profile=prof,
-                               timing=TIMING)
-            rows.append({"experiment": "stride", "profile": prof, "table": "freebsd4",
-                         "detector": det, "stride": s_, **_keep(s)})
-            if bar is not None:
-                bar.advance()
+        for prof in setup.profiles:
+            runs = []
+            for det in STRIDE_DETECTORS:
+                runs.append(replay_summary(stream, detector=det, table="freebsd4", cache=CACHE,
+                                           profile=prof, timing=TIMING))
+                if bar is not None:
+                    bar.advance()
+            # no read-ahead, the oracle and the lower bound of the same reader (docs/bound.md)
+            runs, refs = references(stream, runs, cache=CACHE, profile=prof)
+            for det, s in zip(STRIDE_DETECTORS, runs):
+                rows.append({"experiment": "stride", "kind": "heuristic", "profile": prof,
+                             "table": "freebsd4", "detector": det, "stride": s_, **_keep(s)})
+            for r in refs:
+                rows.append({"experiment": "stride", "kind": "reference", "profile": prof,
+                             "table": r["table"], "detector": r["detector"], "stride": s_,
+                             **_keep(r)})
     return pl.DataFrame(rows)
 
 
 _KEEP = ("throughput_mbps", "e2e_throughput_mbps", "read_latency_p50_ms", "disk_seconds",
+         "achievable_gain_fraction", "oracle_throughput_mbps", "lower_bound_disk_seconds",
          "disk_ops", "coverage", "accuracy", "hits", "misses",
          "prefetched", "prefetch_wasted", "table_ejections", "lost_ejected", "lost_reordered",
          "lost_nonsequential", "lost_cold", "lost_evicted", "requests", "demand_blocks")
@@ -151,10 +163,14 @@ def table1_cells(strides) -> list[dict[str, Any]]:
         for s_, paper in by_stride.items():
             row = _row(strides, profile=prof, detector=det, stride=s_)
             disk, e2e = float(row["throughput_mbps"]), float(row["e2e_throughput_mbps"])
+            bound = _row(strides, profile=prof, detector="lower bound", stride=s_)
             cells.append({"profile": prof, "heuristic": "cursor" if det == CURSOR else "default",
                           "detector": det, "stride": s_, "paper_mbps": paper,
                           "disk_mbps": disk, "e2e_mbps": e2e,
-                          "disk_error": disk / paper - 1, "e2e_error": e2e / paper - 1})
+                          "disk_error": disk / paper - 1, "e2e_error": e2e / paper - 1,
+                          "oracle_mbps": row.get("oracle_throughput_mbps"),
+                          "lower_bound_mbps": bound["throughput_mbps"],
+                          "gain_fraction": row.get("achievable_gain_fraction")})
     return cells
 
 
