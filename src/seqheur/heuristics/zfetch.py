@@ -70,7 +70,7 @@ class ZfetchParams:
     max_sec_reap: int = param(2, unit="s", doc="zfetch_max_sec_reap")
     min_distance: int = param(4 * 1024 * 1024, unit="bytes", tune=(1 << 18, 1 << 26),
                               doc="zfetch_min_distance")
-    max_distance: int = param(64 * 1024 * 1024, unit="bytes", tune=(1 << 20, 1 << 28),
+    max_distance: int = param(64 * 1024 * 1024, unit="bytes", tune=(1 << 22, 1 << 28),
                               doc="zfetch_max_distance")
     max_reorder: int = param(16 * 1024 * 1024, unit="bytes", doc="zfetch_max_reorder")
     hole_shift: int = param(2, unit="log2", doc="zfetch_hole_shift: holes <= 1/4")
