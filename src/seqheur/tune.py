@@ -45,6 +45,7 @@ from .errors import SeqheurError, SpecError
 from .executors import ExecutorSpec, open_pool
 
 KINDS = ("detector", "table", "policy")
+ATTR = "seqheur"  # the user attribute holding what a trial recorded (one storage write)
 # objective name -> (what it reads, direction)
 OBJECTIVES = {"throughput": ("throughput_mbps", "maximize"), "waste": ("waste", "minimize")}
 # How close the best is to the best any schedule could do: the first of these keys the bound
@@ -89,20 +90,22 @@ class Dim:
         return trial.suggest_int(self.name, self.lo, self.hi, log=self.scale == "log")
 
     def levels(self, k: int) -> list[Any]:
-        """A grid's axis: the default for ``k`` = 1, else ``k`` values spread over the range
-        on its scale."""
+        """A grid's axis: the default for ``k`` = 1, else the middles of ``k`` equal cells
+        of the range on its scale (the ends of a declared range are its extremes, rarely
+        good settings: an ends-first grid of 2 levels is all corners)."""
         if k == 1:
             return [self.default]
         if self.values:
             return list(self.values)[:k]
+        at = [(i + 0.5) / k for i in range(k)]
         if self.scale == "pow2":
             a, b = self.lo.bit_length() - 1, self.hi.bit_length() - 1
-            return sorted({1 << round(a + (b - a) * i / max(k - 1, 1)) for i in range(k)})
+            return sorted({1 << round(a + (b - a) * x) for x in at})
         if self.scale == "log":
-            pts = [math.exp(math.log(self.lo) + (math.log(self.hi) - math.log(self.lo))
-                            * i / max(k - 1, 1)) for i in range(k)]
+            pts = [math.exp(math.log(self.lo) + (math.log(self.hi) - math.log(self.lo)) * x)
+                   for x in at]
         else:
-            pts = [self.lo + (self.hi - self.lo) * i / max(k - 1, 1) for i in range(k)]
+            pts = [self.lo + (self.hi - self.lo) * x for x in at]
         return sorted({p if self.kind == "float" else int(round(p)) for p in pts})
 
 
@@ -154,8 +157,8 @@ class Space:
     def grid(self, budget: int) -> list[dict[str, str]]:
         """A cartesian grid of at most ``budget`` configurations over the same dimensions:
         every combination of the kinds' alternatives gets an equal share; within it, the
-        searched dimensions get one more level each in turn (one level: the default; two or
-        more: spread over the range on its scale, ends included) while the product fits."""
+        searched dimensions get one more level each in turn (one level: the default; more:
+        :meth:`Dim.levels`) while the product fits."""
         import itertools
 
         combos = list(itertools.product(*(alts for _, alts in self.kinds)))
@@ -356,6 +359,11 @@ class TuneResult:
         return dataclasses.asdict(self)
 
 
+def _rec(t: Any) -> dict[str, Any]:
+    """What a trial recorded (:data:`ATTR`): its specs, summary figures, waste, reused, error."""
+    return t.user_attrs.get(ATTR, {})
+
+
 def _config_id(config: dict[str, str]) -> str:
     return hashlib.sha1(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -399,7 +407,7 @@ def tune(trace: "str | os.PathLike[str]", space: "str | Space", *, trials: int,
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
-        prior = optuna.load_study(study_name=name, storage=storage)
+        prior = optuna.load_study(study_name=name, storage=_storage(optuna, storage))
         n_prior = len(prior.trials)
     except KeyError:
         n_prior = 0
@@ -407,7 +415,8 @@ def tune(trace: "str | os.PathLike[str]", space: "str | Space", *, trials: int,
         sampler = optuna.samplers.TPESampler(seed=seed + n_prior)
     else:
         sampler = optuna.samplers.NSGAIISampler(seed=seed + n_prior)
-    st = optuna.create_study(study_name=name, storage=storage, load_if_exists=True,
+    st = optuna.create_study(study_name=name, storage=_storage(optuna, storage),
+                             load_if_exists=True,
                              sampler=sampler, directions=[OBJECTIVES[o][1] for o in objs])
     old = st.user_attrs.get("setup")
     if old is None:
@@ -417,8 +426,8 @@ def tune(trace: "str | os.PathLike[str]", space: "str | Space", *, trials: int,
                          for k, v in setup.items() if old.get(k) != v)
         raise SeqheurError(f"study {name!r} in {storage} was run with other settings ({diff}); "
                            f"give another --study or --storage")
-    known = {t.user_attrs["config_id"]: t for t in st.trials
-             if t.state == optuna.trial.TrialState.COMPLETE and "config_id" in t.user_attrs}
+    known = {_rec(t)["config_id"]: t for t in st.trials
+             if t.state == optuna.trial.TrialState.COMPLETE and "config_id" in _rec(t)}
     size = batch or max(executor.workers, 1)
     done = 0
     with open_pool(executor) as run:
@@ -429,7 +438,7 @@ def tune(trace: "str | os.PathLike[str]", space: "str | Space", *, trials: int,
                 try:
                     config = sp.suggest(trial)
                 except (SpecError, ValueError) as exc:  # a combination the model rejects
-                    trial.set_user_attr("error", str(exc))
+                    trial.set_user_attr(ATTR, {"error": str(exc)})
                     st.tell(trial, state=optuna.trial.TrialState.FAIL)
                     done += 1
                     continue
@@ -439,58 +448,75 @@ def tune(trace: "str | os.PathLike[str]", space: "str | Space", *, trials: int,
             for t, c in asked:
                 if _config_id(c) in known:  # replayed before in this study: its result
                     prev = known[_config_id(c)]
-                    for k, v in prev.user_attrs.items():
-                        t.set_user_attr(k, v)
-                    t.set_user_attr("reused", True)
+                    t.set_user_attr(ATTR, dict(_rec(prev), reused=True))
                     if max_waste is not None:
-                        t.set_constraint("waste", prev.user_attrs["waste"] - max_waste)
+                        t.set_constraint("waste", _rec(prev)["waste"] - max_waste)
                     st.tell(t, prev.values)
             for i, (status, value) in run(run_config, [(trace, c) for _, c in todo]):
                 t, c = todo[i]
-                _record(st, optuna, t, c, status, value, objs, max_waste)
-                if status == "ok":
+                if _record(st, optuna, t, c, status, value, objs, max_waste):
                     known[_config_id(c)] = st.trials[t.number]
             done += len(asked)
     return _finish(st, optuna, sp, objs, max_waste, out, trace, cache, profile, trials,
                    write_parquet)
 
 
+def _storage(optuna: Any, url: str) -> Any:
+    """The Optuna storage at ``url``; SQLite in WAL mode with ``synchronous=NORMAL``: Optuna
+    commits several times per trial, and an fsync per commit made a trial's bookkeeping cost
+    more than a small trace's replay. A crash of the process loses nothing committed; a power
+    loss may lose the last commits."""
+    if not url.startswith("sqlite:"):
+        return url
+    from sqlalchemy import event
+
+    storage = optuna.storages.RDBStorage(url)
+
+    def pragmas(conn: Any, _record: Any) -> None:
+        cur = conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+
+    event.listen(storage.engine, "connect", pragmas)
+    storage.engine.dispose()  # connections opened before the listener reconnect with it
+    return storage
+
+
 def _record(st: Any, optuna: Any, trial: Any, config: dict[str, str], status: str,
-            value: Any, objs: tuple[str, ...], max_waste: float | None) -> None:
-    """Tell the study a trial's outcome: its scores, what it replayed, and (``max_waste``)
-    its constraint, waste - max_waste (feasible when <= 0: ``Trial.set_constraint``)."""
-    for k in KINDS:
-        trial.set_user_attr(k, config[k])
-    trial.set_user_attr("config_id", _config_id(config))
-    trial.set_user_attr("reused", False)
-    if status != "ok":
-        trial.set_user_attr("error", str(value))
+            value: Any, objs: tuple[str, ...], max_waste: float | None) -> bool:
+    """Tell the study a trial's outcome (True: complete): its scores, what it replayed (one
+    user attribute, :data:`ATTR`: a storage write each) and (``max_waste``) its constraint,
+    waste - max_waste (feasible when <= 0: ``Trial.set_constraint``)."""
+    rec: dict[str, Any] = {k: config[k] for k in KINDS}
+    rec.update(config_id=_config_id(config), reused=False)
+    tp = value.get("throughput_mbps") if status == "ok" else None
+    if status != "ok" or tp is None or not math.isfinite(tp):
+        rec["error"] = str(value) if status != "ok" else "no throughput (no disk time)"
+        trial.set_user_attr(ATTR, rec)
         st.tell(trial, state=optuna.trial.TrialState.FAIL)
-        return
-    tp = value.get("throughput_mbps")
-    if tp is None or not math.isfinite(tp):
-        trial.set_user_attr("error", "no throughput (no disk time)")
-        st.tell(trial, state=optuna.trial.TrialState.FAIL)
-        return
+        return False
     w = waste(value)
-    for k in ("detector", "table", "policy"):  # the summary's canonical specs
-        trial.set_user_attr(f"{k}_canonical", value.get(k))
+    for k in KINDS:  # the summary's canonical specs
+        rec[f"{k}_canonical"] = value.get(k)
     for k in ("throughput_mbps", "disk_seconds", "prefetched", "prefetch_wasted", "misses",
               "block_size", "demand_bytes", "hit_ratio"):
-        trial.set_user_attr(k, value.get(k))
-    trial.set_user_attr("waste", w)
+        rec[k] = value.get(k)
+    rec["waste"] = w
+    trial.set_user_attr(ATTR, rec)
     if max_waste is not None:
         trial.set_constraint("waste", w - max_waste)
     scores = {"throughput": tp, "waste": w}
     st.tell(trial, [scores[o] for o in objs])
+    return True
 
 
 def _feasible(t: Any, max_waste: float | None) -> bool:
-    return max_waste is None or t.user_attrs.get("waste", 1.0) <= max_waste
+    return max_waste is None or _rec(t).get("waste", 1.0) <= max_waste
 
 
 def _replay_options(t: Any, cache: str, profile: str) -> str:
-    return " ".join(f"--{k} {t.user_attrs[k]}" for k in KINDS) + \
+    return " ".join(f"--{k} {_rec(t)[k]}" for k in KINDS) + \
         f" --cache {cache} --profile {profile}"
 
 
@@ -499,16 +525,16 @@ def _finish(st: Any, optuna: Any, sp: Space, objs: tuple[str, ...], max_waste: f
             ) -> TuneResult:
     complete = [t for t in st.trials if t.state == optuna.trial.TrialState.COMPLETE]
     feasible = [t for t in complete if _feasible(t, max_waste)]
-    best_t = max(feasible, key=lambda t: (t.user_attrs["throughput_mbps"], -t.number),
+    best_t = max(feasible, key=lambda t: (_rec(t)["throughput_mbps"], -t.number),
                  default=None)
     pareto = _pareto(feasible)
     best = None
     if best_t is not None:
-        best = {"trial": best_t.number, **{k: best_t.user_attrs[k] for k in KINDS},
+        best = {"trial": best_t.number, **{k: _rec(best_t)[k] for k in KINDS},
                 "cache": cache, "profile": profile,
-                "throughput_mbps": best_t.user_attrs["throughput_mbps"],
-                "waste": best_t.user_attrs["waste"],
-                "disk_seconds": best_t.user_attrs["disk_seconds"],
+                "throughput_mbps": _rec(best_t)["throughput_mbps"],
+                "waste": _rec(best_t)["waste"],
+                "disk_seconds": _rec(best_t)["disk_seconds"],
                 "replay_options": _replay_options(best_t, cache, profile)}
     importances = _importances(st, optuna, objs)
     bound = _against_bound(trace, cache, profile, best_t)
@@ -517,10 +543,10 @@ def _finish(st: Any, optuna: Any, sp: Space, objs: tuple[str, ...], max_waste: f
     write_parquet(trials_frame(st, optuna), files["trials"])
     _plot(complete, pareto, max_waste, best_t, files["pareto"])
     res = TuneResult(best=best, trials=len(st.trials), new_trials=new,
-                     replays=sum(1 for t in complete if not t.user_attrs.get("reused")),
-                     pareto=[{"trial": t.number, "throughput_mbps": t.user_attrs["throughput_mbps"],
-                              "waste": t.user_attrs["waste"],
-                              **{k: t.user_attrs[k] for k in KINDS}} for t in pareto],
+                     replays=sum(1 for t in complete if not _rec(t).get("reused")),
+                     pareto=[{"trial": t.number, "throughput_mbps": _rec(t)["throughput_mbps"],
+                              "waste": _rec(t)["waste"],
+                              **{k: _rec(t)[k] for k in KINDS}} for t in pareto],
                      importances=importances, bound=bound, files=files)
     from .io import atomic_path
 
@@ -535,12 +561,12 @@ def _pareto(trials: list[Any]) -> list[Any]:
     """Trials no other beats on both throughput (higher) and waste (lower), by throughput."""
     front = []
     for t in trials:
-        tp, w = t.user_attrs["throughput_mbps"], t.user_attrs["waste"]
-        if not any(u.user_attrs["throughput_mbps"] >= tp and u.user_attrs["waste"] <= w
-                   and (u.user_attrs["throughput_mbps"] > tp or u.user_attrs["waste"] < w)
+        tp, w = _rec(t)["throughput_mbps"], _rec(t)["waste"]
+        if not any(_rec(u)["throughput_mbps"] >= tp and _rec(u)["waste"] <= w
+                   and (_rec(u)["throughput_mbps"] > tp or _rec(u)["waste"] < w)
                    for u in trials):
             front.append(t)
-    return sorted(front, key=lambda t: t.user_attrs["throughput_mbps"])
+    return sorted(front, key=lambda t: _rec(t)["throughput_mbps"])
 
 
 def _importances(st: Any, optuna: Any, objs: tuple[str, ...]) -> dict[str, Any]:
@@ -571,14 +597,14 @@ def _against_bound(trace: str, cache: str, profile: str, best_t: Any) -> dict[st
         return {}
     from .bound import bound
 
-    r = bound(trace, cache=cache, profile=profile, block_size=best_t.user_attrs["block_size"])
+    r = bound(trace, cache=cache, profile=profile, block_size=_rec(best_t)["block_size"])
     ref = next((k for k in REFERENCES if r.get(k)), None)
     if ref is None:
         return {"reference": None}
     secs = float(r[ref])
-    ref_tp = best_t.user_attrs["demand_bytes"] / 1e6 / secs
+    ref_tp = _rec(best_t)["demand_bytes"] / 1e6 / secs
     return {"reference": ref, "disk_seconds": secs, "throughput_mbps": ref_tp,
-            "best_fraction": best_t.user_attrs["throughput_mbps"] / ref_tp,
+            "best_fraction": _rec(best_t)["throughput_mbps"] / ref_tp,
             "block_size": r["block_size"]}
 
 
@@ -596,7 +622,7 @@ def trials_frame(st: Any, optuna: Any) -> Any:
             row[f"value_{i}"] = float(v)
         for k, v in t.params.items():
             row[f"param.{k}"] = str(v)
-        row.update({k: v for k, v in t.user_attrs.items()})
+        row.update(_rec(t))
         rows.append(row)
     keys: list[str] = []
     for r in rows:
@@ -614,17 +640,17 @@ def _plot(complete: list[Any], pareto: list[Any], max_waste: float | None, best_
     from .io import atomic_path
 
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    w = [t.user_attrs["waste"] for t in complete]
-    tp = [t.user_attrs["throughput_mbps"] for t in complete]
+    w = [_rec(t)["waste"] for t in complete]
+    tp = [_rec(t)["throughput_mbps"] for t in complete]
     ax.scatter(w, tp, s=14, color="0.6", label="trials")
     if pareto:
-        ax.plot([t.user_attrs["waste"] for t in pareto],
-                [t.user_attrs["throughput_mbps"] for t in pareto], "o-", color="C0", ms=5,
+        ax.plot([_rec(t)["waste"] for t in pareto],
+                [_rec(t)["throughput_mbps"] for t in pareto], "o-", color="C0", ms=5,
                 label="Pareto front (feasible)")
     if max_waste is not None:
         ax.axvline(max_waste, color="C3", ls="--", lw=1, label=f"max waste {max_waste:g}")
     if best_t is not None:
-        ax.plot([best_t.user_attrs["waste"]], [best_t.user_attrs["throughput_mbps"]], "*",
+        ax.plot([_rec(best_t)["waste"]], [_rec(best_t)["throughput_mbps"]], "*",
                 color="C1", ms=14, label="best")
     ax.set_xlabel("waste (read-ahead blocks never used / read ahead)")
     ax.set_ylabel("throughput [MB/s, 10^6 B/s]")
