@@ -198,3 +198,27 @@ def test_dask_local_cluster(trace, tmp_path):
     res = tune(trace, SPACE, trials=2, output=tmp_path, cache="1MiB",
                executor=ExecutorSpec("dask-local", 2))
     assert res.trials == 2 and res.best is not None
+
+
+def test_a_configuration_is_replayed_once_per_study(trace, tmp_path):
+    res = tune(trace, "detector=freebsd4:seqmax=1..2", trials=6, output=tmp_path, cache="1MiB",
+               batch=3)  # two configurations: repeats within a batch and across batches
+    df = pl.read_parquet(tmp_path / "trials.parquet")
+    assert res.replays == df.filter(~pl.col("reused")).height <= 2
+    assert df.filter(pl.col("state") == "COMPLETE").height == 6
+    for _, g in df.group_by("detector"):  # a reused trial carries the replayed values
+        assert g["value_0"].n_unique() == 1
+
+
+def test_an_interrupted_batch_leaves_no_trial_running(trace, tmp_path, monkeypatch):
+    import seqheur.tune as T
+
+    def interrupted(*_):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(T, "run_config", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        tune(trace, SPACE, trials=2, output=tmp_path, cache="1MiB", batch=2)
+    st = optuna.load_study(study_name=f"seqheur-tune-{trace.stem}",
+                           storage=f"sqlite:///{tmp_path / 'study.db'}")
+    assert [t.state.name for t in st.trials] == ["FAIL", "FAIL"]

@@ -43,6 +43,8 @@ from . import options as O
 from .config import DEFAULT
 from .errors import SeqheurError, SpecError
 from .executors import ExecutorSpec, open_pool
+from .io import atomic_path, write_parquet
+from .sweep import run_config
 
 KINDS = ("detector", "table", "policy")
 ATTR = "seqheur"  # the user attribute holding what a trial recorded (one storage write)
@@ -384,9 +386,6 @@ def tune(trace: "str | os.PathLike[str]", space: "str | Space", *, trials: int,
     (default: the executor's workers). ``seed``: the sampler's seed (offset by the trials
     already in the study, so a resumed study does not repeat its random start)."""
     optuna = _optuna()
-    from .io import write_parquet
-    from .sweep import run_config
-
     sp = space if isinstance(space, Space) else parse_space(space)
     objs = _parse_objectives(objective)
     if trials < 1:
@@ -406,17 +405,16 @@ def tune(trace: "str | os.PathLike[str]", space: "str | Space", *, trials: int,
              "trace": trace, "cache": cache, "profile": profile}
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    store = _storage(optuna, storage)
     try:
-        prior = optuna.load_study(study_name=name, storage=_storage(optuna, storage))
-        n_prior = len(prior.trials)
-    except KeyError:
+        n_prior = len(optuna.load_study(study_name=name, storage=store).trials)
+    except KeyError:  # no such study yet
         n_prior = 0
     if len(objs) == 1:
         sampler = optuna.samplers.TPESampler(seed=seed + n_prior)
     else:
         sampler = optuna.samplers.NSGAIISampler(seed=seed + n_prior)
-    st = optuna.create_study(study_name=name, storage=_storage(optuna, storage),
-                             load_if_exists=True,
+    st = optuna.create_study(study_name=name, storage=store, load_if_exists=True,
                              sampler=sampler, directions=[OBJECTIVES[o][1] for o in objs])
     old = st.user_attrs.get("setup")
     if old is None:
@@ -426,39 +424,74 @@ def tune(trace: "str | os.PathLike[str]", space: "str | Space", *, trials: int,
                          for k, v in setup.items() if old.get(k) != v)
         raise SeqheurError(f"study {name!r} in {storage} was run with other settings ({diff}); "
                            f"give another --study or --storage")
-    known = {_rec(t)["config_id"]: t for t in st.trials
+    # config id -> (values, record) of every configuration replayed in the study
+    known = {_rec(t)["config_id"]: (t.values, _rec(t)) for t in st.trials
              if t.state == optuna.trial.TrialState.COMPLETE and "config_id" in _rec(t)}
     size = batch or max(executor.workers, 1)
     done = 0
     with open_pool(executor) as run:
         while done < trials:
-            asked = []
-            for _ in range(min(size, trials - done)):
-                trial = st.ask()
-                try:
-                    config = sp.suggest(trial)
-                except (SpecError, ValueError) as exc:  # a combination the model rejects
-                    trial.set_user_attr(ATTR, {"error": str(exc)})
-                    st.tell(trial, state=optuna.trial.TrialState.FAIL)
-                    done += 1
-                    continue
-                config.update(cache=cache, profile=profile)
-                asked.append((trial, config))
-            todo = [(t, c) for t, c in asked if _config_id(c) not in known]
-            for t, c in asked:
-                if _config_id(c) in known:  # replayed before in this study: its result
-                    prev = known[_config_id(c)]
-                    t.set_user_attr(ATTR, dict(_rec(prev), reused=True))
-                    if max_waste is not None:
-                        t.set_constraint("waste", _rec(prev)["waste"] - max_waste)
-                    st.tell(t, prev.values)
-            for i, (status, value) in run(run_config, [(trace, c) for _, c in todo]):
-                t, c = todo[i]
-                if _record(st, optuna, t, c, status, value, objs, max_waste):
-                    known[_config_id(c)] = st.trials[t.number]
+            asked = _ask(st, optuna, sp, min(size, trials - done), cache, profile)
             done += len(asked)
-    return _finish(st, optuna, sp, objs, max_waste, out, trace, cache, profile, trials,
-                   write_parquet)
+            try:
+                _run_batch(st, optuna, run, trace, [a for a in asked if a[1] is not None],
+                           known, objs, max_waste)
+            except BaseException:  # interrupted: no trial is left running in the study
+                for t, _ in asked:
+                    st.tell(t, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
+                raise
+    return _finish(st, optuna, sp, objs, max_waste, out, trace, cache, profile, trials)
+
+
+def _ask(st: Any, optuna: Any, sp: Space, n: int, cache: str, profile: str
+         ) -> list[tuple[Any, dict[str, str] | None]]:
+    """``n`` new trials and their configurations (None: the model rejected the combination;
+    the trial is already failed with the model's message)."""
+    asked: list[tuple[Any, dict[str, str] | None]] = []
+    for _ in range(n):
+        trial = st.ask()
+        try:
+            config = sp.suggest(trial)
+        except (SpecError, ValueError) as exc:  # zfetch min_distance > max_distance, ...
+            trial.set_user_attr(ATTR, {"error": str(exc)})
+            st.tell(trial, state=optuna.trial.TrialState.FAIL)
+            asked.append((trial, None))
+            continue
+        config.update(cache=cache, profile=profile)
+        asked.append((trial, config))
+    return asked
+
+
+def _run_batch(st: Any, optuna: Any, run: Any, trace: str, asked: list[tuple[Any, Any]],
+               known: dict[str, Any], objs: tuple[str, ...], max_waste: float | None) -> None:
+    """Replay the batch's configurations not replayed before (each once), tell every trial
+    its result; a configuration replayed before gives its result again (``reused``)."""
+    todo: dict[str, dict[str, str]] = {}
+    for _, c in asked:
+        if _config_id(c) not in known:
+            todo.setdefault(_config_id(c), c)
+    ids = list(todo)
+    fresh: dict[str, tuple[str, Any]] = {}
+    for i, outcome in run(run_config, [(trace, todo[k]) for k in ids]):
+        fresh[ids[i]] = outcome
+    for t, c in asked:
+        cid = _config_id(c)
+        if cid in fresh:
+            status, value = fresh.pop(cid)  # the first trial of the config takes the replay
+            told = _record(st, optuna, t, c, status, value, objs, max_waste)
+            if told is not None:
+                known[cid] = told
+        elif cid in known:
+            values, rec = known[cid]
+            t.set_user_attr(ATTR, dict(rec, reused=True))
+            if max_waste is not None:
+                t.set_constraint("waste", rec["waste"] - max_waste)
+            st.tell(t, values)
+        else:  # its replay failed for an earlier trial of this batch
+            t.set_user_attr(ATTR, {**{k: c[k] for k in KINDS}, "config_id": cid,
+                                   "reused": True, "error": "failed (see the batch's first "
+                                                            "trial of this configuration)"})
+            st.tell(t, state=optuna.trial.TrialState.FAIL)
 
 
 def _storage(optuna: Any, url: str) -> Any:
@@ -484,8 +517,9 @@ def _storage(optuna: Any, url: str) -> Any:
 
 
 def _record(st: Any, optuna: Any, trial: Any, config: dict[str, str], status: str,
-            value: Any, objs: tuple[str, ...], max_waste: float | None) -> bool:
-    """Tell the study a trial's outcome (True: complete): its scores, what it replayed (one
+            value: Any, objs: tuple[str, ...], max_waste: float | None) -> Any:
+    """Tell the study a trial's outcome (``(values, record)`` if complete, else None): its
+    scores, what it replayed (one
     user attribute, :data:`ATTR`: a storage write each) and (``max_waste``) its constraint,
     waste - max_waste (feasible when <= 0: ``Trial.set_constraint``)."""
     rec: dict[str, Any] = {k: config[k] for k in KINDS}
@@ -495,7 +529,7 @@ def _record(st: Any, optuna: Any, trial: Any, config: dict[str, str], status: st
         rec["error"] = str(value) if status != "ok" else "no throughput (no disk time)"
         trial.set_user_attr(ATTR, rec)
         st.tell(trial, state=optuna.trial.TrialState.FAIL)
-        return False
+        return None
     w = waste(value)
     for k in KINDS:  # the summary's canonical specs
         rec[f"{k}_canonical"] = value.get(k)
@@ -507,8 +541,9 @@ def _record(st: Any, optuna: Any, trial: Any, config: dict[str, str], status: st
     if max_waste is not None:
         trial.set_constraint("waste", w - max_waste)
     scores = {"throughput": tp, "waste": w}
-    st.tell(trial, [scores[o] for o in objs])
-    return True
+    values = [scores[o] for o in objs]
+    st.tell(trial, values)
+    return values, rec
 
 
 def _feasible(t: Any, max_waste: float | None) -> bool:
@@ -521,8 +556,7 @@ def _replay_options(t: Any, cache: str, profile: str) -> str:
 
 
 def _finish(st: Any, optuna: Any, sp: Space, objs: tuple[str, ...], max_waste: float | None,
-            out: Path, trace: str, cache: str, profile: str, new: int, write_parquet: Any
-            ) -> TuneResult:
+            out: Path, trace: str, cache: str, profile: str, new: int) -> TuneResult:
     complete = [t for t in st.trials if t.state == optuna.trial.TrialState.COMPLETE]
     feasible = [t for t in complete if _feasible(t, max_waste)]
     best_t = max(feasible, key=lambda t: (_rec(t)["throughput_mbps"], -t.number),
@@ -548,8 +582,6 @@ def _finish(st: Any, optuna: Any, sp: Space, objs: tuple[str, ...], max_waste: f
                               "waste": _rec(t)["waste"],
                               **{k: _rec(t)[k] for k in KINDS}} for t in pareto],
                      importances=importances, bound=bound, files=files)
-    from .io import atomic_path
-
     doc = {"study": st.study_name, "space": sp.text, "objectives": list(objs),
            "max_waste": max_waste, **res.to_dict()}
     with atomic_path(files["best"]) as tmp:
@@ -636,8 +668,6 @@ def _plot(complete: list[Any], pareto: list[Any], max_waste: float | None, best_
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from .io import atomic_path
 
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     w = [_rec(t)["waste"] for t in complete]
