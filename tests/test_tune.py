@@ -185,8 +185,10 @@ def test_cli_bad_space_and_missing_optuna(trace, tmp_path, monkeypatch):
 
 
 def test_two_objectives_give_a_pareto_front(trace, tmp_path):
-    res = tune(trace, SPACE, trials=4, objective="throughput,waste", output=tmp_path,
-               cache="1MiB")
+    import seqheur
+
+    res = seqheur.tune(trace, SPACE, trials=4, objective="throughput,waste", output=tmp_path,
+                       cache="1MiB")  # the public API
     front = res.pareto
     assert front and all(a["throughput_mbps"] <= b["throughput_mbps"] and a["waste"] <= b["waste"]
                          for a, b in zip(front, front[1:]))  # more throughput costs waste
