@@ -346,12 +346,15 @@ def _parse_objectives(objective: "str | Sequence[str]") -> tuple[str, ...]:
 @dataclass(frozen=True)
 class TuneResult:
     """What a tune run produced: the best feasible trial (``best``: its specs, values, the
-    ``seqheur replay`` options), counts, importances, the bound comparison and the files."""
+    ``seqheur replay`` options), the study's trials (``replays``: complete trials that
+    replayed; the others reused an earlier replay; ``failed``), importances, the bound
+    comparison and the files."""
 
     best: dict[str, Any] | None
     trials: int
     new_trials: int
     replays: int
+    failed: int
     pareto: list[dict[str, Any]]
     importances: dict[str, Any]
     bound: dict[str, Any]
@@ -578,6 +581,7 @@ def _finish(st: Any, optuna: Any, sp: Space, objs: tuple[str, ...], max_waste: f
     _plot(complete, pareto, max_waste, best_t, files["pareto"])
     res = TuneResult(best=best, trials=len(st.trials), new_trials=new,
                      replays=sum(1 for t in complete if not _rec(t).get("reused")),
+                     failed=sum(1 for t in st.trials if t.state == optuna.trial.TrialState.FAIL),
                      pareto=[{"trial": t.number, "throughput_mbps": _rec(t)["throughput_mbps"],
                               "waste": _rec(t)["waste"],
                               **{k: _rec(t)[k] for k in KINDS}} for t in pareto],

@@ -65,7 +65,7 @@ def tune(trace: Path, space: str, objective: str, max_waste: float | None, trial
         echo_json(res.to_dict())
         return
     click.echo(f"{res.new_trials} trials added; the study has {res.trials} "
-               f"({res.replays} replays, the rest reused or failed)")
+               f"({res.replays} replayed, {res.failed} failed, the others reused a replay)")
     if res.best is None:
         click.echo("no feasible trial" + (f" (waste <= {max_waste:g})" if max_waste is not None
                                           else ""))
