@@ -386,8 +386,9 @@ def tune(trace: "str | os.PathLike[str]", space: "str | Space", *, trials: int,
     ``storage``: an Optuna storage URL (default ``sqlite:///OUTPUT/study.db``); a study of the
     same ``study`` name there is resumed (its space, objectives, limit, trace, cache and
     profile must be the same). ``batch``: trials asked at once and replayed in parallel
-    (default: the executor's workers). ``seed``: the sampler's seed (offset by the trials
-    already in the study, so a resumed study does not repeat its random start)."""
+    (default: the executor's workers; 8 on a Dask scheduler). ``seed``: the sampler's seed
+    (offset by the trials already in the study, so a resumed study does not repeat its random
+    start)."""
     optuna = _optuna()
     sp = space if isinstance(space, Space) else parse_space(space)
     objs = _parse_objectives(objective)
@@ -430,7 +431,8 @@ def tune(trace: "str | os.PathLike[str]", space: "str | Space", *, trials: int,
     # config id -> (values, record) of every configuration replayed in the study
     known = {_rec(t)["config_id"]: (t.values, _rec(t)) for t in st.trials
              if t.state == optuna.trial.TrialState.COMPLETE and "config_id" in _rec(t)}
-    size = batch or max(executor.workers, 1)
+    # a scheduler's worker count is not known here: 8 trials at a time keep a small cluster busy
+    size = batch or (executor.workers if executor.kind != "dask" else 8) or 1
     done = 0
     with open_pool(executor) as run:
         while done < trials:

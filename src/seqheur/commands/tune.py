@@ -33,7 +33,7 @@ def register(cli: click.Group) -> None:
                    "name there is resumed")
 @click.option("--study", default=None, help="study name (default: seqheur-tune-TRACESTEM)")
 @click.option("--batch", type=int, default=None, metavar="N",
-              help="trials replayed at once (default: the executor's workers)")
+              help="trials replayed at once (default: the executor's workers; 8 with --scheduler)")
 @click.option("--seed", type=int, default=0, show_default=True, help="sampler seed")
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
               metavar="OUTDIR", help="trials.parquet, best.json, pareto.png (and study.db)")
