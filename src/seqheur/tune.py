@@ -414,8 +414,10 @@ def tune(trace: "str | os.PathLike[str]", space: "str | Space", *, trials: int,
         n_prior = len(optuna.load_study(study_name=name, storage=store).trials)
     except KeyError:  # no such study yet
         n_prior = 0
-    if len(objs) == 1:
-        sampler = optuna.samplers.TPESampler(seed=seed + n_prior)
+    # a scheduler's worker count is not known here: 8 trials at a time keep a small cluster busy
+    size = batch or (executor.workers if executor.kind != "dask" else 8) or 1
+    if len(objs) == 1:  # constant liar: the trials of a batch are not sampled alike
+        sampler = optuna.samplers.TPESampler(seed=seed + n_prior, constant_liar=size > 1)
     else:
         sampler = optuna.samplers.NSGAIISampler(seed=seed + n_prior)
     st = optuna.create_study(study_name=name, storage=store, load_if_exists=True,
@@ -431,8 +433,6 @@ def tune(trace: "str | os.PathLike[str]", space: "str | Space", *, trials: int,
     # config id -> (values, record) of every configuration replayed in the study
     known = {_rec(t)["config_id"]: (t.values, _rec(t)) for t in st.trials
              if t.state == optuna.trial.TrialState.COMPLETE and "config_id" in _rec(t)}
-    # a scheduler's worker count is not known here: 8 trials at a time keep a small cluster busy
-    size = batch or (executor.workers if executor.kind != "dask" else 8) or 1
     done = 0
     with open_pool(executor) as run:
         while done < trials:
