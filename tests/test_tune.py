@@ -121,6 +121,12 @@ def test_bad_space_lists_what_is_valid(space, words):
         assert w in str(exc.value)
 
 
+@pytest.mark.parametrize("objective", ["waste", "latency", "throughput,throughput"])
+def test_bad_objective_lists_what_is_valid(trace, tmp_path, objective):
+    with pytest.raises(SpecError, match="'throughput,waste' .*objectives: throughput, waste"):
+        tune(trace, SPACE, trials=1, objective=objective, output=tmp_path)
+
+
 def test_bad_tune_declarations():
     with pytest.raises(ValueError, match="powers of two"):
         O.param(65536, unit="bytes", tune=(5000, 1 << 20))

@@ -21,7 +21,7 @@ A trial is one replay (``sweep.run_config``: the same function, executors and tr
 ``seqheur sweep``), scored on ``throughput`` (``throughput_mbps``, maximised) and ``waste``
 (``prefetch_wasted / prefetched``, the share of read-ahead blocks never used, 0 when nothing
 was read ahead; minimised). One objective: TPE; two: NSGA-II for the Pareto front. With
-``max_waste`` the waste limit is an Optuna constraint (``constraints_func``: the samplers
+``max_waste`` the waste limit is an Optuna constraint (``Trial.set_constraint``: the samplers
 prefer feasible trials) and the reported best is the best feasible trial. Trials that ask for a
 configuration already replayed in the study reuse its result (``reused``): ``replays`` counts
 the evaluations.
@@ -48,8 +48,8 @@ from .sweep import run_config
 
 KINDS = ("detector", "table", "policy")
 ATTR = "seqheur"  # the user attribute holding what a trial recorded (one storage write)
-# objective name -> (what it reads, direction)
-OBJECTIVES = {"throughput": ("throughput_mbps", "maximize"), "waste": ("waste", "minimize")}
+# objective -> its direction: throughput_mbps, and waste (:func:`waste`)
+OBJECTIVES = {"throughput": "maximize", "waste": "minimize"}
 # How close the best is to the best any schedule could do: the first of these keys the bound
 # result has (disk seconds), best first.
 REFERENCES = ("lower_bound_disk_seconds",)
@@ -337,9 +337,10 @@ def _parse_objectives(objective: "str | Sequence[str]") -> tuple[str, ...]:
     names = ([p.strip().lower() for p in objective.split(",")] if isinstance(objective, str)
              else [str(p).strip().lower() for p in objective])
     bad = [n for n in names if n not in OBJECTIVES]
-    if bad or not names or len(set(names)) != len(names) or len(names) > 2:
-        raise SpecError(f"objective {objective!r}: give one or two distinct of "
-                        f"{', '.join(OBJECTIVES)} (e.g. 'throughput' or 'throughput,waste')")
+    if bad or "throughput" not in names or len(set(names)) != len(names):
+        raise SpecError(f"objective {objective!r}: give 'throughput' (TPE) or "
+                        f"'throughput,waste' (NSGA-II); objectives: {', '.join(OBJECTIVES)} "
+                        f"(the best is the most throughput; limit waste with max_waste)")
     return tuple(names)
 
 
@@ -421,7 +422,7 @@ def tune(trace: "str | os.PathLike[str]", space: "str | Space", *, trials: int,
     else:
         sampler = optuna.samplers.NSGAIISampler(seed=seed + n_prior)
     st = optuna.create_study(study_name=name, storage=store, load_if_exists=True,
-                             sampler=sampler, directions=[OBJECTIVES[o][1] for o in objs])
+                             sampler=sampler, directions=[OBJECTIVES[o] for o in objs])
     old = st.user_attrs.get("setup")
     if old is None:
         st.set_user_attr("setup", setup)
