@@ -201,6 +201,24 @@ def test_two_objectives_give_a_pareto_front(trace, tmp_path):
     assert set(res.importances) == {"throughput", "waste"}
 
 
+def test_a_plug_in_model_is_tuned_through_the_cli(trace, tmp_path):
+    from pathlib import Path
+
+    toy = Path(__file__).resolve().parent / "toy_models.py"
+    r = CliRunner().invoke(cli, ["tune", str(trace), "--plugin", str(toy), "--space",
+                                 "detector=toy-run:cap=1..64", "--trials", "3", "--cache",
+                                 "1MiB", "-o", str(tmp_path), "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["replays"] >= 1 and doc["best"]["detector"].startswith("toy-run")
+    assert doc["failed"] == 0
+    r = CliRunner().invoke(cli, ["replay", str(trace), *doc["best"]["replay_options"].split(),
+                                 "--json"])  # the options name the plug-in too
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["throughput_mbps"] == pytest.approx(
+        doc["best"]["throughput_mbps"], rel=1e-9)
+
+
 @pytest.mark.dist
 def test_dask_local_cluster(trace, tmp_path):
     res = tune(trace, SPACE, trials=2, output=tmp_path, cache="1MiB",

@@ -43,6 +43,7 @@ from . import options as O
 from .config import DEFAULT
 from .errors import SeqheurError, SpecError
 from .executors import ExecutorSpec, open_pool
+from .heuristics.registry import load_plugins
 from .io import atomic_path, write_parquet
 from .sweep import run_config
 
@@ -379,7 +380,7 @@ def tune(trace: "str | os.PathLike[str]", space: "str | Space", *, trials: int,
          output: "str | os.PathLike[str]", storage: str | None = None,
          study: str | None = None, cache: str = DEFAULT.cache,
          profile: str = DEFAULT.profile, executor: ExecutorSpec = ExecutorSpec(),
-         batch: int | None = None, seed: int = 0) -> TuneResult:
+         batch: int | None = None, seed: int = 0, plugins: Sequence[str] = ()) -> TuneResult:
     """Run ``trials`` more trials of a study over ``space`` on the trace at ``trace`` (a
     request-table Parquet or dataset every worker can read) and write to ``output``:
     ``trials.parquet`` (every trial of the study), ``best.json``, ``pareto.png``.
@@ -389,8 +390,12 @@ def tune(trace: "str | os.PathLike[str]", space: "str | Space", *, trials: int,
     profile must be the same). ``batch``: trials asked at once and replayed in parallel
     (default: the executor's workers; 8 on a Dask scheduler). ``seed``: the sampler's seed
     (offset by the trials already in the study, so a resumed study does not repeat its random
-    start)."""
+    start). ``plugins``: plug-in modules or ``.py`` files registering models (as ``seqheur
+    replay --plugin``), loaded here and in every worker before its replays."""
     optuna = _optuna()
+    plugins = tuple(str(p) for p in plugins)
+    if plugins:
+        load_plugins(plugins)
     sp = space if isinstance(space, Space) else parse_space(space)
     objs = _parse_objectives(objective)
     if trials < 1:
@@ -440,13 +445,13 @@ def tune(trace: "str | os.PathLike[str]", space: "str | Space", *, trials: int,
             asked = _ask(st, optuna, sp, min(size, trials - done), cache, profile)
             done += len(asked)
             try:
-                _run_batch(st, optuna, run, trace, [a for a in asked if a[1] is not None],
-                           known, objs, max_waste)
+                _run_batch(st, optuna, run, trace, plugins,
+                           [a for a in asked if a[1] is not None], known, objs, max_waste)
             except BaseException:  # interrupted: no trial is left running in the study
                 for t, _ in asked:
                     st.tell(t, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
                 raise
-    return _finish(st, optuna, sp, objs, max_waste, out, trace, cache, profile, trials)
+    return _finish(st, optuna, sp, objs, max_waste, out, trace, cache, profile, trials, plugins)
 
 
 def _ask(st: Any, optuna: Any, sp: Space, n: int, cache: str, profile: str
@@ -468,8 +473,17 @@ def _ask(st: Any, optuna: Any, sp: Space, n: int, cache: str, profile: str
     return asked
 
 
-def _run_batch(st: Any, optuna: Any, run: Any, trace: str, asked: list[tuple[Any, Any]],
-               known: dict[str, Any], objs: tuple[str, ...], max_waste: float | None) -> None:
+def run_trial(trace: str, config: dict[str, str], plugins: tuple[str, ...]) -> dict[str, Any]:
+    """One trial's replay, in whatever process runs it: the plug-ins first (a worker process
+    does not inherit what its parent registered), then ``sweep.run_config``."""
+    if plugins:
+        load_plugins(plugins)
+    return run_config(trace, config)
+
+
+def _run_batch(st: Any, optuna: Any, run: Any, trace: str, plugins: tuple[str, ...],
+               asked: list[tuple[Any, Any]], known: dict[str, Any], objs: tuple[str, ...],
+               max_waste: float | None) -> None:
     """Replay the batch's configurations not replayed before (each once), tell every trial
     its result; a configuration replayed before gives its result again (``reused``)."""
     todo: dict[str, dict[str, str]] = {}
@@ -478,7 +492,7 @@ def _run_batch(st: Any, optuna: Any, run: Any, trace: str, asked: list[tuple[Any
             todo.setdefault(_config_id(c), c)
     ids = list(todo)
     fresh: dict[str, tuple[str, Any]] = {}
-    for i, outcome in run(run_config, [(trace, todo[k]) for k in ids]):
+    for i, outcome in run(run_trial, [(trace, todo[k], plugins) for k in ids]):
         fresh[ids[i]] = outcome
     for t, c in asked:
         cid = _config_id(c)
@@ -556,13 +570,15 @@ def _feasible(t: Any, max_waste: float | None) -> bool:
     return max_waste is None or _rec(t).get("waste", 1.0) <= max_waste
 
 
-def _replay_options(t: Any, cache: str, profile: str) -> str:
-    return " ".join(f"--{k} {_rec(t)[k]}" for k in KINDS) + \
-        f" --cache {cache} --profile {profile}"
+def _replay_options(t: Any, cache: str, profile: str, plugins: tuple[str, ...]) -> str:
+    """The ``seqheur replay`` options of a trial's configuration."""
+    return " ".join([*(f"--plugin {p}" for p in plugins), *(f"--{k} {_rec(t)[k]}" for k in KINDS),
+                     f"--cache {cache}", f"--profile {profile}"])
 
 
 def _finish(st: Any, optuna: Any, sp: Space, objs: tuple[str, ...], max_waste: float | None,
-            out: Path, trace: str, cache: str, profile: str, new: int) -> TuneResult:
+            out: Path, trace: str, cache: str, profile: str, new: int,
+            plugins: tuple[str, ...]) -> TuneResult:
     complete = [t for t in st.trials if t.state == optuna.trial.TrialState.COMPLETE]
     feasible = [t for t in complete if _feasible(t, max_waste)]
     best_t = max(feasible, key=lambda t: (_rec(t)["throughput_mbps"], -t.number),
@@ -575,7 +591,7 @@ def _finish(st: Any, optuna: Any, sp: Space, objs: tuple[str, ...], max_waste: f
                 "throughput_mbps": _rec(best_t)["throughput_mbps"],
                 "waste": _rec(best_t)["waste"],
                 "disk_seconds": _rec(best_t)["disk_seconds"],
-                "replay_options": _replay_options(best_t, cache, profile)}
+                "replay_options": _replay_options(best_t, cache, profile, plugins)}
     importances = _importances(st, optuna, objs)
     bound = _against_bound(trace, cache, profile, best_t)
     files = {"trials": str(out / "trials.parquet"), "best": str(out / "best.json"),

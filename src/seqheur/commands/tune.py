@@ -37,11 +37,15 @@ def register(cli: click.Group) -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="sampler seed")
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
               metavar="OUTDIR", help="trials.parquet, best.json, pareto.png (and study.db)")
+@click.option("--plugin", "plugins", multiple=True, metavar="MODULE|FILE.py",
+              help="import a plug-in that registers models (repeatable; also loaded by every "
+                   "worker)")
 @click.option("--json", "as_json", is_flag=True, help="print best.json's content")
 @executor_options
 def tune(trace: Path, space: str, objective: str, max_waste: float | None, trials: int,
          cache: str, profile: str, storage: str | None, study: str | None, batch: int | None,
-         seed: int, output: Path, as_json: bool, workers: int | None,
+         seed: int, output: Path, plugins: tuple[str, ...], as_json: bool,
+         workers: int | None,
          dask_local: int | None, scheduler: str | None) -> None:
     """Search detector, table and policy options for the best throughput on TRACE.
 
@@ -60,7 +64,7 @@ def tune(trace: Path, space: str, objective: str, max_waste: float | None, trial
     res = run(trace, space, trials=trials, objective=objective, max_waste=max_waste,
               output=output, storage=storage, study=study, cache=cache, profile=profile,
               executor=executor_from_options(workers, dask_local, scheduler), batch=batch,
-              seed=seed)
+              seed=seed, plugins=plugins)
     if as_json:
         echo_json(res.to_dict())
         return
