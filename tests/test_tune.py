@@ -181,6 +181,7 @@ def test_best_respects_the_constraint_and_parquet_has_every_trial(study):
     assert df.height == res.trials == 5
     assert {"number", "state", "throughput_mbps", "waste", "detector",
             "param.detector.slowdown.window_log2"} <= set(df.columns)
+    assert df.schema["param.detector.slowdown.window_log2"] == pl.Int64  # typed, not text
     ok = df.filter((pl.col("state") == "COMPLETE") & (pl.col("waste") <= MAX_WASTE))
     if res.best is None:
         assert ok.height == 0

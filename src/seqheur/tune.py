@@ -676,7 +676,7 @@ def trials_frame(st: Any, optuna: Any) -> Any:
         for i, v in enumerate(t.values or []):
             row[f"value_{i}"] = float(v)
         for k, v in t.params.items():
-            row[f"param.{k}"] = str(v)
+            row[f"param.{k}"] = v  # one type per parameter: its distribution's
         row.update(_rec(t))
         rows.append(row)
     keys: list[str] = []
