@@ -4,7 +4,9 @@ constraint) and a ``seqheur sweep`` of a cartesian grid over the same space
 
 Must hold (issue: tune): tune's best feasible throughput >= the grid's best feasible, reached
 in fewer evaluations than the grid's budget. Each tune seed is a separate study; the figures
-are the worst seed (lowest best, most evaluations to reach the grid's best).
+are the worst seed (lowest best, most evaluations to reach the grid's best). Every paper
+reader reads its whole file, so the sweep's file sizes (what the READs reach) and tune's (the
+reply attributes, as ``seqheur replay``) are the same: both lay the disk out alike (checked).
 """
 
 from __future__ import annotations
@@ -43,6 +45,11 @@ def main() -> int:
     trace = WORK / f"tune-paper{readers}-{total_mb}-{REORDER}.parquet"
     if not trace.exists():
         write_parquet(workloads.paper(readers, total_mb, 8, reorder=REORDER, seed=1), trace)
+    from seqheur.replay import observed_file_sizes
+    from seqheur.streams import read_stream
+    from seqheur.tune import trace_file_sizes
+
+    assert (trace_file_sizes(str(trace)) == observed_file_sizes(read_stream(trace))).all()
     space = parse_space(SPACE)
     grid = [Config(**c, cache=CACHE, profile=PROFILE) for c in space.grid(budget)]
     # warm numba's on-disk cache for every loop the space can compose, outside the timings

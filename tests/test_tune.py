@@ -205,6 +205,24 @@ def test_best_spec_replays_to_the_same_throughput(study, trace):
     assert got["throughput_mbps"] == pytest.approx(res.best["throughput_mbps"], rel=1e-9)
 
 
+def test_trials_replay_with_the_sizes_replay_uses(tmp_path):
+    """Files not read to their end: a trial lays them out with the trace's reply attributes,
+    as ``seqheur replay TRACE`` does, not with the sizes the READs reach."""
+    from seqheur.replay import observed_file_sizes
+    from seqheur.streams import read_stream
+    from seqheur.tune import trace_file_sizes
+
+    p = tmp_path / "r.parquet"
+    write_parquet(workloads.random_reads(files=2, file_mb=4, requests=200, seed=5), p)
+    assert (trace_file_sizes(str(p)) > observed_file_sizes(read_stream(p))).any()
+    res = tune(p, SPACE, trials=2, output=tmp_path / "o", cache="1MiB")
+    r = CliRunner().invoke(cli, ["replay", str(p), *res.best["replay_options"].split(), "--json"])
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.output)
+    assert got["file_sizes"] == "attributes"
+    assert got["throughput_mbps"] == pytest.approx(res.best["throughput_mbps"], rel=1e-12)
+
+
 def test_resume_continues_the_study(study, trace):
     out, res = study
     again = tune(trace, SPACE, trials=2, max_waste=MAX_WASTE, output=out, cache="1MiB")
@@ -276,7 +294,7 @@ def test_a_configuration_is_replayed_once_per_study(trace, tmp_path):
 def test_an_interrupted_batch_leaves_no_trial_running(trace, tmp_path, monkeypatch):
     import seqheur.tune as T
 
-    def interrupted(*_):
+    def interrupted(*_, **__):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(T, "run_config", interrupted)
