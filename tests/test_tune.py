@@ -274,6 +274,16 @@ def test_a_plug_in_model_is_tuned_through_the_cli(trace, tmp_path):
         doc["best"]["throughput_mbps"], rel=1e-9)
 
 
+@pytest.mark.slow
+def test_worker_processes_load_the_plug_in(trace, tmp_path):
+    from pathlib import Path
+
+    toy = Path(__file__).resolve().parent / "toy_models.py"
+    res = tune(trace, "detector=toy-run:cap=1..64", trials=4, output=tmp_path, cache="1MiB",
+               executor=ExecutorSpec("processes", 2), plugins=[toy])
+    assert res.failed == 0 and res.trials == 4 and res.replays >= 1
+
+
 @pytest.mark.dist
 def test_dask_local_cluster(trace, tmp_path):
     res = tune(trace, SPACE, trials=2, output=tmp_path, cache="1MiB",
