@@ -13,8 +13,8 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-# Installs come from the hashed lock (requirements/test.lock.txt: runtime deps, the test and dask
-# extras and the build backend, for Python 3.11 on linux x86-64), then seqheur itself without
+# Installs come from the hashed lock (requirements/test.lock.txt: runtime deps, the test, dask
+# and tune extras and the build backend, for Python 3.11 on linux x86-64), then seqheur itself without
 # dependencies or build isolation, so nothing unpinned is fetched. `make lock` regenerates it.
 LOCK       := requirements/test.lock.txt
 BENCH_LOCK := requirements/bench.lock.txt
@@ -125,9 +125,9 @@ $(UV):
 # an edit requires); `make lock UPGRADE=1` moves every pin to the newest allowed version.
 lock: $(UV)
 	$(UV) pip compile $(LOCK_OPTS) $(if $(UPGRADE),--upgrade) pyproject.toml requirements/build.in \
-	  --extra test --extra dask -o $(LOCK)
+	  --extra test --extra dask --extra tune -o $(LOCK)
 	$(UV) pip compile $(LOCK_OPTS) $(if $(UPGRADE),--upgrade) pyproject.toml requirements/build.in \
-	  --extra test --extra dask --extra bench -c $(LOCK) -o $(BENCH_LOCK)
+	  --extra test --extra dask --extra tune --extra bench -c $(LOCK) -o $(BENCH_LOCK)
 
 # The newest versions pyproject.toml allows, unlocked, in a fresh venv: runs the default suite and
 # says which tests broke and what was installed (exit 1 if any broke). CI runs it as a warning.

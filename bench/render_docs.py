@@ -32,7 +32,9 @@ pcap ingest >= 50x tshark and >= 20x dpkt with flat memory; raw-device bench wit
 0.85-1.15 of fio; sweeps: 2 workers >= 1.7x one, Dask within 15% of the process pool; the
 engine redesign (one loop as real source, specialised by composition): full replay, Linux
 replay, detect and cold compile each >= 0.95x the string-templated loops it replaced, paired
-in one run (`bench/bench_engine_ab.py`, section engine_ab).
+in one run (`bench/bench_engine_ab.py`, section engine_ab); `seqheur tune`: its best feasible
+throughput >= the best of a grid sweep of the same budget over the same space, reached in fewer
+evaluations (`bench/bench_tune.py`, section tune; walk-through in [tuning.md](tuning.md)).
 
 A caution on the numbers here: they were measured on a 2-vCPU virtual machine (a virtual
 disk, neighbours on the same host), some of them while other jobs of ours ran on it; each
@@ -98,7 +100,7 @@ kernels; sampling starts after the warm-up). What it found so far, and what was 
   did not approach.
 """
 
-ORDER = ["detect", "replay", "engine_ab", "pcap", "nfsdump", "stats", "disk", "sweep", "cli", "scaling"]
+ORDER = ["detect", "replay", "engine_ab", "pcap", "nfsdump", "stats", "disk", "sweep", "tune", "cli", "scaling"]
 
 
 def render() -> str:

@@ -49,7 +49,7 @@ LAYERS = [
     ("streams", ("streams",)),
     ("models", ("heuristics", "tables", "cache", "readahead", "disk", "metrics", "timing")),
     ("engine", ("engine", "config", "detect", "replay", "outofcore", "export", "bound")),
-    ("report", ("report", "sweep", "lab", "demo", "kernelcheck")),
+    ("report", ("report", "sweep", "tune", "lab", "demo", "kernelcheck")),
     ("front", ("commands", "cli", "__main__", "__init__")),
 ]
 

@@ -122,7 +122,8 @@ def test_grammar_forms_are_equal() -> None:
                                        "[:hash=uniform|dense][:sticky=true|false][:frac=X][:n=N]")
     rows = O.describe(Demo)
     assert rows[0] == {"name": "size", "default": 64, "kind": "count", "unit": "slots",
-                       "doc": "slots", "choices": [], "required": False, "positional": True}
+                       "doc": "slots", "choices": [], "required": False, "positional": True,
+                       "tune": []}
     assert [r["kind"] for r in rows] == ["count", "count", "size", "size", "choice", "bool",
                                          "float", "count"]
 

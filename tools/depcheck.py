@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LOCK = ROOT / "requirements" / "test.lock.txt"
 CONSTRAINTS = ROOT / "requirements" / "constraints.txt"
-EXTRAS = ".[test,dask]"
+EXTRAS = ".[test,dask,tune]"
 
 
 def run(cmd: list[str], **kw) -> int:
@@ -99,7 +99,7 @@ def main() -> int:
         rc = run([args.uv, "pip", "install", "-q", "--python", py, "--resolution", "lowest-direct",
                   "-c", CONSTRAINTS, "-e", EXTRAS])
     if rc != 0:
-        print(f"\nWARNING: {args.mode}-check could not install seqheur[test,dask] (exit {rc})")
+        print(f"\nWARNING: {args.mode}-check could not install seqheur[test,dask,tune] (exit {rc})")
         return 2
 
     pins = freeze(py)

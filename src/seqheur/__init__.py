@@ -65,6 +65,7 @@ _API: dict[str, str] = {
     "replay": "replay:replay",
     "replay_chunks": "replay:replay_chunks",
     "bound": "bound:bound",
+    "tune": "tune:tune",
     "Replayer": "replay:Replayer",
     "ReplayResult": "replay:ReplayResult",
     "parse_policy": "readahead:parse_policy",

@@ -9,13 +9,17 @@ Tasks are plain top-level functions with picklable arguments; results come back 
 
 from __future__ import annotations
 
+import itertools
 import os
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 from .errors import SeqheurError
+
+_BATCHES = itertools.count()
 
 
 @dataclass(frozen=True)
@@ -66,9 +70,17 @@ def _guarded(fn: Callable[..., Any], args: tuple) -> tuple[str, Any]:
 def run_tasks(fn: Callable[..., Any], arg_list: Sequence[tuple], spec: ExecutorSpec
               ) -> Iterator[tuple[int, tuple[str, Any]]]:
     """Yield ``(i, outcome)`` for ``fn(*arg_list[i])`` as tasks complete."""
+    with open_pool(spec) as run:
+        yield from run(fn, arg_list)
+
+
+@contextmanager
+def open_pool(spec: ExecutorSpec) -> Iterator[Callable[[Callable[..., Any], Sequence[tuple]],
+                                                       Iterator[tuple[int, tuple[str, Any]]]]]:
+    """A ``run(fn, arg_list)`` like :func:`run_tasks` whose processes or Dask cluster last
+    for the ``with`` block, for callers that submit batch after batch (``seqheur tune``)."""
     if spec.kind == "serial":
-        for i, args in enumerate(arg_list):
-            yield i, _guarded(fn, args)
+        yield lambda fn, arg_list: ((i, _guarded(fn, args)) for i, args in enumerate(arg_list))
         return
     if spec.kind == "processes":
         # Not fork: polars' and numba's thread pools do not survive a fork of a process that
@@ -78,19 +90,24 @@ def run_tasks(fn: Callable[..., Any], arg_list: Sequence[tuple], spec: ExecutorS
 
         ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
         with ProcessPoolExecutor(max_workers=spec.workers, mp_context=ctx) as pool:
-            futures = {pool.submit(_guarded, fn, args): i for i, args in enumerate(arg_list)}
-            for fut in as_completed(futures):
-                yield futures[fut], fut.result()
+            def run(fn, arg_list):
+                futures = {pool.submit(_guarded, fn, args): i for i, args in enumerate(arg_list)}
+                for fut in as_completed(futures):
+                    yield futures[fut], fut.result()
+
+            yield run
         return
     if spec.kind in ("dask-local", "dask"):
-        yield from _run_dask(fn, arg_list, spec)
+        with _dask_client(spec) as client:
+            yield lambda fn, arg_list: _run_dask(client, fn, arg_list)
         return
     raise SeqheurError(f"unknown executor kind {spec.kind!r}")
 
 
-def _run_dask(fn, arg_list, spec: ExecutorSpec):
+@contextmanager
+def _dask_client(spec: ExecutorSpec):
     try:
-        from distributed import Client, LocalCluster, as_completed as dask_completed
+        from distributed import Client, LocalCluster
     except ImportError as exc:
         raise SeqheurError("Dask is not installed: pip install 'seqheur[dask]'") from exc
     cluster = None
@@ -101,12 +118,20 @@ def _run_dask(fn, arg_list, spec: ExecutorSpec):
     else:
         client = Client(spec.address, timeout="30s")
     try:
-        futures = [client.submit(_guarded, fn, args, pure=False, key=f"seqheur-task-{i}-{os.getpid()}-{id(arg_list)}")
-                   for i, args in enumerate(arg_list)]
-        index = {f.key: i for i, f in enumerate(futures)}
-        for fut in dask_completed(futures):
-            yield index[fut.key], fut.result()
+        yield client
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _run_dask(client, fn, arg_list):
+    from distributed import as_completed as dask_completed
+
+    batch = next(_BATCHES)  # task keys unique across the batches of one client
+    futures = [client.submit(_guarded, fn, args, pure=False,
+                             key=f"seqheur-task-{os.getpid()}-{batch}-{i}")
+               for i, args in enumerate(arg_list)]
+    index = {f.key: i for i, f in enumerate(futures)}
+    for fut in dask_completed(futures):
+        yield index[fut.key], fut.result()

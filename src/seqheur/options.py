@@ -80,7 +80,8 @@ _SIZE_HELP = "an integer with an optional suffix K/KiB/KB, M/MiB/MB, G/GiB/GB, T
 
 
 def param(default: Any, *, unit: str = "", doc: str = "", kind: str | None = None,
-          choices: Iterable[str] | None = None, required: bool = False) -> Any:
+          choices: Iterable[str] | None = None, required: bool = False,
+          tune: Any = None) -> Any:
     """A parameter field of a frozen params dataclass, with its unit, kind and doc::
 
         @dataclass(frozen=True)
@@ -92,6 +93,13 @@ def param(default: Any, *, unit: str = "", doc: str = "", kind: str | None = Non
     int with a byte unit (``bytes``, ``KiB``, ...) -> ``size``, int -> ``count`` (unit
     ``count`` unless given), float -> ``float``. ``required``: the spec must give the value
     (positionally or by key) even though the dataclass has a default.
+
+    ``tune``: the field is a setting ``seqheur tune`` searches (:data:`TUNE_SCALES`), over
+    ``(lo, hi)`` or ``(lo, hi, scale)`` in the field's unit, ends included and the default
+    inside; the scale is ``pow2`` (powers of two only: window and read-ahead sizes) for a
+    ``size``, else ``linear`` unless given (``log``: uniform in the logarithm, for a count
+    spanning decades). ``True`` for a ``bool`` or ``choice`` (every value). Fields without it
+    (a model's environment: block size, device limits, hash seeds) are never tuned.
     """
     ch = tuple(choices) if choices is not None else ()
     k = kind or _infer_kind(default, unit, ch)
@@ -106,7 +114,37 @@ def param(default: Any, *, unit: str = "", doc: str = "", kind: str | None = Non
         unit = "count"
     return dataclasses.field(default=default, metadata={
         "kind": k, "unit": unit, "doc": " ".join(doc.split()), "choices": ch,
-        "required": bool(required)})
+        "required": bool(required), "tune": _tune_range(tune, k, default, ch)})
+
+
+# How ``seqheur tune`` samples a numeric field: uniformly, uniformly in log(value), or over the
+# powers of two between the ends (uniformly in log2).
+TUNE_SCALES = ("linear", "log", "pow2")
+
+
+def _tune_range(tune: Any, kind: str, default: Any, choices: tuple[str, ...]) -> tuple:
+    """The normalised ``tune`` metadata: ``()`` (not tuned), ``(lo, hi, scale)`` or, for a
+    bool or choice, its values."""
+    if tune is None or tune is False:
+        return ()
+    if kind in ("bool", "choice"):
+        if tune is not True:
+            raise ValueError(f"a {kind} param is tuned over all its values: tune=True, not {tune!r}")
+        return (False, True) if kind == "bool" else choices
+    if kind == "str" or tune is True or not isinstance(tune, tuple) or len(tune) not in (2, 3):
+        raise ValueError(f"a {kind} param's tune must be (lo, hi) or (lo, hi, scale), not {tune!r}")
+    lo, hi = tune[0], tune[1]
+    scale = tune[2] if len(tune) == 3 else ("pow2" if kind == "size" else "linear")
+    if scale not in TUNE_SCALES:
+        raise ValueError(f"tune scale must be one of {', '.join(TUNE_SCALES)}, not {scale!r}")
+    if not lo <= default <= hi:
+        raise ValueError(f"tune range {lo}..{hi} does not hold the default {default!r}")
+    if scale == "log" and lo <= 0:
+        raise ValueError(f"a log tune range must start above 0, not at {lo}")
+    if scale == "pow2" and not all(v > 0 and int(v) == v and int(v) & (int(v) - 1) == 0
+                                   for v in (lo, hi)):
+        raise ValueError(f"a pow2 tune range needs powers of two at both ends, not {lo}..{hi}")
+    return (lo, hi, scale)
 
 
 def _infer_kind(default: Any, unit: str, choices: tuple[str, ...]) -> str:
@@ -132,6 +170,7 @@ class Option:
     doc: str = ""
     choices: tuple[str, ...] = ()
     required: bool = False
+    tune: tuple = ()  # what ``seqheur tune`` searches: (lo, hi, scale), the values, or ()
 
     def parse(self, text: str) -> Any:
         """The value of ``text`` for this option; ValueError with a reason if it is not one."""
@@ -201,7 +240,7 @@ class Option:
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "default": self.default, "kind": self.kind,
                 "unit": self.unit, "doc": self.doc, "choices": list(self.choices),
-                "required": self.required}
+                "required": self.required, "tune": list(self.tune)}
 
 
 def _whole(num: str, mult: int, what: str) -> int:
@@ -259,7 +298,7 @@ def options(params_cls: type) -> tuple[Option, ...]:
         if "kind" in md:
             out.append(Option(f.name, f.default, md["kind"], md.get("unit", ""),
                               md.get("doc", ""), tuple(md.get("choices", ())),
-                              bool(md.get("required", False))))
+                              bool(md.get("required", False)), tuple(md.get("tune", ()))))
         else:
             kind = _infer_kind(f.default, md.get("unit", ""), ())
             out.append(Option(f.name, f.default, kind,

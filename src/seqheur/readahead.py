@@ -219,9 +219,10 @@ def _check_cluster(name: str, bsize: int, maxphys: int) -> None:
 @dataclass(frozen=True)
 class Freebsd4ClusterParams:
     bsize: int = param(16384, unit="bytes", doc="UFS block size (4.x newfs DFL_BLKSIZE)")
-    maxphys: int = param(MAXPHYS, unit="bytes",
+    maxphys: int = param(MAXPHYS, unit="bytes", tune=(1 << 16, 1 << 20),
                          doc="largest transfer (MAXPHYS); a cluster is maxphys/bsize blocks")
-    maxra: int = param(MAXRA_4X, unit="blocks", doc="cap of the resident-successor scan on a "
+    maxra: int = param(MAXRA_4X, unit="blocks", tune=(4, 256, "log"),
+                       doc="cap of the resident-successor scan on a "
                        "B_RAM hit (vfs_cluster.c MAXRA)")
 
     def __post_init__(self) -> None:
@@ -233,10 +234,12 @@ class Freebsd4ClusterParams:
 @dataclass(frozen=True)
 class FreebsdClusterParams:
     bsize: int = param(32768, unit="bytes", doc="UFS block size (current newfs default)")
-    read_max: int = param(READ_MAX, unit="blocks", doc="read-ahead cap (vfs.read_max)")
-    read_min: int = param(1, unit="blocks", doc="blocks a demand miss reads at least "
+    read_max: int = param(READ_MAX, unit="blocks", tune=(8, 512, "log"),
+                          doc="read-ahead cap (vfs.read_max)")
+    read_min: int = param(1, unit="blocks", tune=(1, 16, "log"),
+                          doc="blocks a demand miss reads at least "
                           "(vfs.read_min)")
-    maxphys: int = param(MAXPHYS, unit="bytes",
+    maxphys: int = param(MAXPHYS, unit="bytes", tune=(1 << 16, 1 << 20),
                          doc="largest transfer (MAXPHYS); a cluster is maxphys/bsize blocks")
 
     def __post_init__(self) -> None:
@@ -250,7 +253,8 @@ class FreebsdClusterParams:
 @dataclass(frozen=True)
 class FixedParams:
     spec_positional = ("n",)
-    n: int = param(0, unit="blocks", doc="blocks read after the request when seqcount > 0",
+    n: int = param(0, unit="blocks", tune=(0, 64),
+                   doc="blocks read after the request when seqcount > 0",
                    required=True)
     bsize: int = param(8192, unit="bytes", doc="block size (the 4.x NFS rsize)")
 

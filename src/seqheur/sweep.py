@@ -143,12 +143,15 @@ def load_stream(path: str):
     return _load_stream(str(path), st.st_mtime_ns, st.st_size)
 
 
-def run_config(trace: str, config: dict[str, str]) -> dict[str, Any]:
-    """Replay one configuration on the trace at ``trace``; the summary row as a dict."""
+def run_config(trace: str, config: dict[str, str], file_sizes: Any = "auto") -> dict[str, Any]:
+    """Replay one configuration on the trace at ``trace``; the summary row as a dict.
+    ``file_sizes``: as for :func:`seqheur.replay` (``"auto"`` on the stream alone: the sizes
+    its READs reach)."""
     from .replay import replay
 
     stream = load_stream(trace)
-    result = replay(stream, **config, per_request=False)  # a sweep keeps summary rows only
+    result = replay(stream, **config, per_request=False,  # a sweep keeps summary rows only
+                    file_sizes=file_sizes)
     row = result.summary.to_dicts()[0]
     return row
 

@@ -118,8 +118,8 @@ _HASH_DOC = ("start slot: uniform = splitmix64(file id XOR seed), standing for v
 class NfsheurTable:
     """FreeBSD ``nfsheur`` table: SIZE slots, PROBES probes per lookup (docs/heuristics.md)."""
 
-    size: int = param(64, unit="slots", doc="slots in the table, >= 1")
-    probes: int = param(4, unit="slots", doc="slots probed per lookup, >= 1")
+    size: int = param(64, unit="slots", tune=(8, 4096, "log"), doc="slots in the table, >= 1")
+    probes: int = param(4, unit="slots", tune=(1, 64, "log"), doc="slots probed per lookup, >= 1")
     hash: str = param("uniform", choices=_HASHES, doc=_HASH_DOC)
     seed: int = param(0, doc="seed of the uniform hash")
 
@@ -154,7 +154,8 @@ class NfsheurTable:
 class RaparmsTable:
     """Linux nfsd read-ahead parameter cache (≤ 5.3): 16 MRU buckets."""
 
-    threads: int = param(8, unit="threads", doc="nfsd threads: 16 buckets of "
+    threads: int = param(8, unit="threads", tune=(1, 256, "log"),
+                         doc="nfsd threads: 16 buckets of "
                          "max(2, ceil(2 x threads / 16)) entries, >= 1")
     hash: str = param("uniform", choices=_HASHES, doc=_HASH_DOC)
     seed: int = param(0, doc="seed of the uniform hash")
@@ -217,7 +218,8 @@ class FilecacheTable:
     ``file_ra_state``) while it stays cached; the laundrette closes files left unused, so a
     file idle for longer than ``idle_ms`` starts with a fresh state."""
 
-    idle_ms: int = param(2000, unit="ms", doc="idle time after which the cached file is "
+    idle_ms: int = param(2000, unit="ms", tune=(100, 60000, "log"),
+                         doc="idle time after which the cached file is "
                          "closed (the laundrette runs every 2 s and closes files unused since "
                          "its previous pass: 2-4 s)")
 

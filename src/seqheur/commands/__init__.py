@@ -17,6 +17,7 @@ MODULES = [
     "replay",  # replay
     "bound",  # bound (Belady, disk lower bound)
     "report",  # compare, reproduce, sweep
+    "tune",  # tune (Optuna studies)
     "lab",  # lab list, lab run
     "kernel",  # kernel-check
 ]

@@ -13,7 +13,7 @@ from .registry import detector
 
 @dataclass(frozen=True)
 class AlwaysParams:
-    seqcount: int = param(127, doc="the seqcount of every READ, 0..127")
+    seqcount: int = param(127, tune=(1, 127, "log"), doc="the seqcount of every READ, 0..127")
 
     def __post_init__(self) -> None:
         if not 0 <= self.seqcount <= 127:

@@ -36,10 +36,10 @@ C_WORDS = 3
 
 @dataclass(frozen=True)
 class CursorParams:
-    cursors: int = param(4, doc="cursors per file, 1..4096; paper §7: "
+    cursors: int = param(4, tune=(1, 64, "log"), doc="cursors per file, 1..4096; paper §7: "
                          "a small and constant number, seqheur's choice")
-    window: int = param(65536, unit="bytes", doc="SlowDown's match window")
-    seqmax: int = param(127, doc="seqcount cap, IO_SEQMAX; 1..127")
+    window: int = param(65536, unit="bytes", tune=(4096, 1 << 20), doc="SlowDown's match window")
+    seqmax: int = param(127, tune=(1, 127, "log"), doc="seqcount cap, IO_SEQMAX; 1..127")
 
     def __post_init__(self) -> None:
         if not 1 <= self.cursors <= 4096:

@@ -34,11 +34,12 @@ NEXTOFF = 1
 class FreebsdParams:
     iosize: int = param(32768, unit="bytes",
                         doc="f_iosize of the exported file system: UFS block size")
-    reorder: int = param(16, unit="RPCs", doc="MAX_REORDERED_RPC: a READ within reorder x "
+    reorder: int = param(16, unit="RPCs", tune=(1, 64, "log"),
+                         doc="MAX_REORDERED_RPC: a READ within reorder x "
                          "max(iosize, count) of the expected offset keeps its seqcount")
     unit: int = param(16384, unit="bytes",
                       doc="ramp unit, a BKVASIZE-era constant in sequential_heuristic")
-    seqmax: int = param(127, doc="seqcount cap, IO_SEQMAX; 1..127")
+    seqmax: int = param(127, tune=(1, 127, "log"), doc="seqcount cap, IO_SEQMAX; 1..127")
 
     def __post_init__(self) -> None:
         if self.iosize < 1 or self.reorder < 0 or self.unit < 1:

@@ -33,7 +33,7 @@ NEXTOFF = 1
 
 @dataclass(frozen=True)
 class Freebsd4Params:
-    seqmax: int = param(127, doc="seqcount cap, IO_SEQMAX; 1..127")
+    seqmax: int = param(127, tune=(1, 127, "log"), doc="seqcount cap, IO_SEQMAX; 1..127")
 
     def __post_init__(self) -> None:
         if not 1 <= self.seqmax <= 127:

@@ -75,7 +75,8 @@ PIPE_PAGES = 16  # PIPE_DEF_BUFFERS: pages one splice call handles
 
 @dataclass(frozen=True)
 class LinuxParams:
-    ra_kb: int = param(128, unit="KiB", doc="bdi read_ahead_kb, VM_MAX_READAHEAD / "
+    ra_kb: int = param(128, unit="KiB", tune=(16, 4096),
+                       doc="bdi read_ahead_kb, VM_MAX_READAHEAD / "
                        "VM_READAHEAD_PAGES; a multiple of 4 in 4..1048576")
     caller: str = param("splice", choices=CALLERS, doc="the read path that calls read-ahead: "
                         "splice (nfsd's default, __generic_file_splice_read: 16-page pipe "

@@ -100,7 +100,8 @@ FADVISE = ("normal", "sequential", "random")
 
 @dataclass(frozen=True)
 class Linux6Params:
-    ra_kb: int = param(128, unit="KiB", doc="bdi read_ahead_kb (ra_pages = ra_kb/4); a "
+    ra_kb: int = param(128, unit="KiB", tune=(16, 4096),
+                       doc="bdi read_ahead_kb (ra_pages = ra_kb/4); a "
                        "multiple of 4 in 0..1048576")
     io_kb: int = param(1280, unit="KiB", doc="the device's max_sectors_kb (io_pages = io_kb/4;"
                        " 1280 is the 6.x default cap); a multiple of 4 in 4..1048576")

@@ -28,9 +28,10 @@ NEXTOFF = 1
 
 @dataclass(frozen=True)
 class SlowdownParams:
-    window: int = param(65536, unit="bytes", doc="a READ within this distance of the expected "
+    window: int = param(65536, unit="bytes", tune=(4096, 1 << 20),
+                        doc="a READ within this distance of the expected "
                         "offset keeps its seqcount; paper §6.2: eight 8 KiB NFS blocks")
-    seqmax: int = param(127, doc="seqcount cap, IO_SEQMAX; 1..127")
+    seqmax: int = param(127, tune=(1, 127, "log"), doc="seqcount cap, IO_SEQMAX; 1..127")
 
     def __post_init__(self) -> None:
         if self.window < 0:

@@ -65,15 +65,17 @@ NS = 1_000_000_000
 class ZfetchParams:
     shift: int = param(17, unit="log2 bytes",
                        doc="log2 of the recordsize, 9..24; 17 = the 128 KiB default")
-    max_streams: int = param(8, doc="zfetch_max_streams, 1..64")
+    max_streams: int = param(8, tune=(1, 64, "log"), doc="zfetch_max_streams, 1..64")
     min_sec_reap: int = param(1, unit="s", doc="zfetch_min_sec_reap")
     max_sec_reap: int = param(2, unit="s", doc="zfetch_max_sec_reap")
-    min_distance: int = param(4 * 1024 * 1024, unit="bytes", doc="zfetch_min_distance")
-    max_distance: int = param(64 * 1024 * 1024, unit="bytes", doc="zfetch_max_distance")
+    min_distance: int = param(4 * 1024 * 1024, unit="bytes", tune=(1 << 18, 1 << 26),
+                              doc="zfetch_min_distance")
+    max_distance: int = param(64 * 1024 * 1024, unit="bytes", tune=(1 << 22, 1 << 28),
+                              doc="zfetch_max_distance")
     max_reorder: int = param(16 * 1024 * 1024, unit="bytes", doc="zfetch_max_reorder")
     hole_shift: int = param(2, unit="log2", doc="zfetch_hole_shift: holes <= 1/4")
     assume_more: bool = param(False, doc="treat every hit as if prefetch I/O lagged: zfetch's more")
-    seqmax: int = param(127, doc="seqcount cap, IO_SEQMAX; 1..127")
+    seqmax: int = param(127, tune=(1, 127, "log"), doc="seqcount cap, IO_SEQMAX; 1..127")
 
     def __post_init__(self) -> None:
         if not 9 <= self.shift <= 24:
