@@ -47,9 +47,9 @@ def main() -> int:
         write_parquet(workloads.paper(readers, total_mb, 8, reorder=REORDER, seed=1), trace)
     from seqheur.replay import observed_file_sizes
     from seqheur.streams import read_stream
-    from seqheur.tune import trace_file_sizes
+    from seqheur.sweep import trace_file_sizes
 
-    assert (trace_file_sizes(str(trace)) == observed_file_sizes(read_stream(trace))).all()
+    assert (trace_file_sizes(str(trace))[0] == observed_file_sizes(read_stream(trace))).all()
     space = parse_space(SPACE)
     grid = [Config(**c, cache=CACHE, profile=PROFILE) for c in space.grid(budget)]
     # warm numba's on-disk cache for every loop the space can compose, outside the timings

@@ -138,3 +138,16 @@ def test_timing_is_an_axis_and_disk_only_ids_are_unchanged(trace, tmp_path):
     assert e2e["throughput_mbps"] == pytest.approx(disk_only["throughput_mbps"], rel=SUMMARY_REL)
     with pytest.raises(SeqheurError, match="unknown option 'slot'.*valid: .*slots="):
         grid_from_dict({"timing": ["closed-loop:slot=4"]})
+
+
+def test_rows_use_the_file_sizes_replay_uses(tmp_path):
+    """Files not read to their end: a sweep row lays them out with the trace's reply
+    attributes, as ``seqheur replay TRACE`` does, and says so."""
+    import seqheur
+
+    p = tmp_path / "r.parquet"
+    write_parquet(workloads.random_reads(files=2, file_mb=4, requests=200, seed=5), p)
+    rows = sweep(p, grid_from_dict({"detector": ["always"], "cache": ["1MiB"]})).to_dicts()
+    ref = seqheur.replay(p, "always", cache="1MiB", per_request=False).to_dict()
+    assert rows[0]["file_sizes"] == ref["file_sizes"] == "attributes"
+    assert rows[0]["throughput_mbps"] == pytest.approx(ref["throughput_mbps"], rel=SUMMARY_REL)

@@ -210,11 +210,11 @@ def test_trials_replay_with_the_sizes_replay_uses(tmp_path):
     as ``seqheur replay TRACE`` does, not with the sizes the READs reach."""
     from seqheur.replay import observed_file_sizes
     from seqheur.streams import read_stream
-    from seqheur.tune import trace_file_sizes
+    from seqheur.sweep import trace_file_sizes
 
     p = tmp_path / "r.parquet"
     write_parquet(workloads.random_reads(files=2, file_mb=4, requests=200, seed=5), p)
-    assert (trace_file_sizes(str(p)) > observed_file_sizes(read_stream(p))).any()
+    assert (trace_file_sizes(str(p))[0] > observed_file_sizes(read_stream(p))).any()
     res = tune(p, SPACE, trials=2, output=tmp_path / "o", cache="1MiB")
     r = CliRunner().invoke(cli, ["replay", str(p), *res.best["replay_options"].split(), "--json"])
     assert r.exit_code == 0, r.output

@@ -143,16 +143,37 @@ def load_stream(path: str):
     return _load_stream(str(path), st.st_mtime_ns, st.st_size)
 
 
-def run_config(trace: str, config: dict[str, str], file_sizes: Any = "auto") -> dict[str, Any]:
-    """Replay one configuration on the trace at ``trace``; the summary row as a dict.
-    ``file_sizes``: as for :func:`seqheur.replay` (``"auto"`` on the stream alone: the sizes
-    its READs reach)."""
+def trace_file_sizes(path: str) -> tuple[Any, str]:
+    """The file sizes ``seqheur replay TRACE`` uses for the trace at ``path`` (its reply
+    attributes, else what its READs reach: ``replay.file_sizes_for`` "auto") and where they
+    came from; read once per process."""
+    st = os.stat(path)
+    return _trace_file_sizes(str(path), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=4)
+def _trace_file_sizes(path: str, mtime_ns: int, size: int) -> tuple[Any, str]:
+    import warnings
+
+    from .replay import file_sizes_for
+
+    with warnings.catch_warnings():  # no attributes: the replay CLI warns, a row says so
+        warnings.simplefilter("ignore", UserWarning)
+        return file_sizes_for(path, load_stream(path), "auto")
+
+
+def run_config(trace: str, config: dict[str, str]) -> dict[str, Any]:
+    """Replay one configuration on the trace at ``trace``; the summary row as a dict. The file
+    sizes are the ones ``seqheur replay TRACE`` uses (reply attributes), so a row reproduces
+    with the replay command."""
     from .replay import replay
 
     stream = load_stream(trace)
+    sizes, source = trace_file_sizes(trace)
     result = replay(stream, **config, per_request=False,  # a sweep keeps summary rows only
-                    file_sizes=file_sizes)
+                    file_sizes=sizes)
     row = result.summary.to_dicts()[0]
+    row["file_sizes"] = source  # "attributes" or "observed", as replay's own summary says
     return row
 
 

@@ -30,7 +30,6 @@ the evaluations.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
 import math
@@ -477,31 +476,11 @@ def _ask(st: Any, optuna: Any, sp: Space, n: int, cache: str, profile: str
 def run_trial(trace: str, config: dict[str, str], plugins: tuple[str, ...]) -> dict[str, Any]:
     """One trial's replay, in whatever process runs it: the plug-ins first (a worker process
     does not inherit what its parent registered), then the replay of ``sweep.run_config``
-    with the file sizes ``seqheur replay TRACE`` uses (the trace's reply attributes: a
-    sweep's rows use the sizes the READs reach, which differ when a file is not read to its
-    end), so that the best's replay options reproduce its throughput."""
+    (with the file sizes ``seqheur replay TRACE`` uses, so that the best's replay options
+    reproduce its throughput)."""
     if plugins:
         load_plugins(plugins)
-    return run_config(trace, config, file_sizes=trace_file_sizes(trace))
-
-
-def trace_file_sizes(path: str) -> Any:
-    """The file sizes a replay of the trace at ``path`` uses (``replay.file_sizes_for``
-    "auto"), read once per process."""
-    st = os.stat(path)
-    return _trace_file_sizes(path, st.st_mtime_ns, st.st_size)
-
-
-@functools.lru_cache(maxsize=4)
-def _trace_file_sizes(path: str, mtime_ns: int, size: int) -> Any:
-    import warnings
-
-    from .replay import file_sizes_for
-    from .sweep import load_stream
-
-    with warnings.catch_warnings():  # no attributes: the replay CLI warns, a trial need not
-        warnings.simplefilter("ignore", UserWarning)
-        return file_sizes_for(path, load_stream(path), "auto")[0]
+    return run_config(trace, config)
 
 
 def _run_batch(st: Any, optuna: Any, run: Any, trace: str, plugins: tuple[str, ...],
