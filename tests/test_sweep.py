@@ -151,3 +151,52 @@ def test_rows_use_the_file_sizes_replay_uses(tmp_path):
     ref = seqheur.replay(p, "always", cache="1MiB", per_request=False).to_dict()
     assert rows[0]["file_sizes"] == ref["file_sizes"] == "attributes"
     assert rows[0]["throughput_mbps"] == pytest.approx(ref["throughput_mbps"], rel=SUMMARY_REL)
+
+
+@pytest.mark.dist
+def test_sweep_on_a_scheduler_address_rows_identical_to_serial(trace, tmp_path):
+    """The same sweep, unchanged, on a Dask scheduler at an address (a scheduler and two
+    single-threaded workers started here as separate processes on the loopback, as on a
+    cluster), through the CLI's --scheduler: rows equal the serial ones."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import time
+
+    dask = shutil.which("dask", path=os.path.dirname(sys.executable))
+    if dask is None:
+        pytest.skip("the dask command line is not installed (the dask extra)")
+    info = tmp_path / "scheduler.json"
+    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", "0",
+                               "--no-dashboard", "--scheduler-file", str(info)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        for _ in range(600):
+            if info.exists() and info.stat().st_size:
+                break
+            time.sleep(0.1)
+        address = json.loads(info.read_text())["address"]
+        assert address.startswith("tcp://127.0.0.1:")
+        procs.append(subprocess.Popen([dask, "worker", "--scheduler-file", str(info),
+                                       "--nworkers", "2", "--nthreads", "1", "--no-dashboard"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        grid = tmp_path / "grid.toml"
+        grid.write_text('detector = ["freebsd4", "always"]\ntable = ["freebsd4", "ideal"]\n'
+                        'cache = ["16MiB"]\n')
+        out = tmp_path / "remote.parquet"
+        res = CliRunner().invoke(cli, ["sweep", str(trace), "--grid", str(grid), "-o", str(out),
+                                       "--scheduler", address, "--json"])
+        assert res.exit_code == 0, res.output
+        assert json.loads(res.output)["failed"] == 0
+        serial = sweep(trace, load_grid(grid), None, ExecutorSpec("serial"))
+        assert_frames_close(serial, pl.read_parquet(out), rel=SUMMARY_REL)
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
