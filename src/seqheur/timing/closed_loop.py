@@ -31,7 +31,6 @@ against the last :data:`LOOKBACK` disk reads of its file.
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,7 +155,6 @@ class TimingResult:
 def run(params: Params, inputs: TimingInputs) -> TimingResult:
     """Simulate the replay's READs and disk reads under ``params``."""
     n = int(inputs.time_ns.size)
-    m = int(inputs.op_request.size)
     i64 = np.int64
     op_req = np.ascontiguousarray(inputs.op_request, i64)
     op_file = np.ascontiguousarray(inputs.op_file, i64)
@@ -164,33 +162,25 @@ def run(params: Params, inputs: TimingInputs) -> TimingResult:
     op_len = np.ascontiguousarray(inputs.op_length, i64)
     op_sync = np.ascontiguousarray(inputs.op_sync, i64)
     nbytes = np.ascontiguousarray(inputs.nbytes, i64)
+    file = np.ascontiguousarray(inputs.file)
+    offset = np.ascontiguousarray(inputs.offset, i64)
     t = np.ascontiguousarray(inputs.time_ns, i64)
-    arrive = ((t - t[0]) / 1e9 if n and params.think == "trace" else np.zeros(n))
-    rpcs = np.maximum(1, -(-nbytes // int(params.rsize))).astype(i64)
+    arrive = ((t - t[0]) / 1e9 if n and params.think == "trace" else np.zeros(0))
+    nfiles = 1 + max(int(file.max()) if n else 0, int(op_file.max()) if op_file.size else 0)
     place = inputs.place
     addr = op_address(op_file, op_off, place.ext_first, place.ext_base,
                       i64(place.extent_bytes))
-    first_op = np.searchsorted(op_req, np.arange(n + 1, dtype=i64)).astype(i64)
-    wait_start, wait_ops = waited_ops(np.ascontiguousarray(inputs.file, i64),
-                                      np.ascontiguousarray(inputs.offset, i64), nbytes,
-                                      first_op, op_file, op_off, op_len, op_sync,
-                                      np.argsort(op_file, kind="stable").astype(i64))
-    waiter_start, waiters = invert(wait_start, wait_ops, m)
     rate = min((r for r in (params.link_mbps, params.host_mbps) if r > 0), default=0.0) * 1e6
-    issue = np.zeros(n)
-    done = np.zeros(n)
+    issue = np.empty(n)
+    done = np.empty(n)
     state = inputs.disk.new_state()
     busy, disk_end = simulate(
-        arrive, nbytes, rpcs, first_op, wait_start, wait_ops, waiter_start, waiters, op_file,
-        op_off, op_len, addr, int(params.slots), params.rtt_us * 0.5e-6, rate,
+        arrive, nbytes, i64(params.rsize), file, offset, op_req, op_sync, op_file, op_off,
+        op_len, addr, nfiles, int(params.slots), params.rtt_us * 0.5e-6, rate,
         params.cpu_us * 1e-6, int(params.nfsd), params.scheduler == "cscan", place.ext_first,
         place.ext_base, i64(place.extent_bytes), *inputs.disk.kernel_args(), state, issue, done)
     return TimingResult(issue, done, float(busy), float(disk_end), int(nbytes.sum()),
                         int(op_len.sum()))
-
-
-# --------------------------------------------------------------------------------------------
-# preparation: addresses, and which disk reads each READ waits for
 
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
@@ -205,203 +195,273 @@ def op_address(file, offset, ext_first, ext_base, extent_bytes):
     return out
 
 
-@njit(cache=True, nogil=True)
-def waited_ops(file, offset, nbytes, first_op, op_file, op_off, op_len, op_sync, by_file):
-    """Per READ r, the disk reads it waits for, as CSR (``start[r]:start[r+1]`` of ``ops``):
-    its own synchronous reads, and the earlier reads (of earlier READs; among the last
-    LOOKBACK of its file) that overlap its bytes. ``by_file``: op indices stably sorted by
-    file."""
-    n = file.size
-    m = op_file.size
-    # per file, where its ops start in by_file
-    nf = 0
-    for j in range(m):
-        if op_file[j] + 1 > nf:
-            nf = op_file[j] + 1
-    for r in range(n):
-        if file[r] + 1 > nf:
-            nf = file[r] + 1
-    fstart = np.zeros(nf + 1, np.int64)
-    for j in range(m):
-        fstart[op_file[j] + 1] += 1
-    for f in range(nf):
-        fstart[f + 1] += fstart[f]
-    start = np.zeros(n + 1, np.int64)
-    out = np.empty(m + n * 4 + 16, np.int64)
-    k = 0
-    for r in range(n):
-        s = first_op[r]
-        e = first_op[r + 1]
-        if out.size < k + (e - s) + LOOKBACK:
-            bigger = np.empty(2 * out.size + (e - s) + LOOKBACK, np.int64)
-            bigger[:k] = out[:k]
-            out = bigger
-        for j in range(s, e):
-            if op_sync[j] != 0:
-                out[k] = j
-                k += 1
-        a = offset[r]
-        b = a + nbytes[r]
-        if b > a:
-            f = file[r]
-            lo = fstart[f]
-            hi = fstart[f + 1]
-            # by_file[lo:hi] is increasing: the file's ops issued before this READ's first
-            p = np.searchsorted(by_file[lo:hi], s) + lo
-            q = p - 1
-            while q >= lo and q >= p - LOOKBACK:
-                j = by_file[q]
-                if op_off[j] < b and a < op_off[j] + op_len[j]:
-                    out[k] = j
-                    k += 1
-                q -= 1
-        start[r + 1] = k
-    return start, out[:k].copy()
-
-
-@njit(cache=True, nogil=True)
-def invert(start, ops, m):
-    """The CSR of :func:`waited_ops` turned around: per disk read, the READs waiting for it."""
-    n = start.size - 1
-    wstart = np.zeros(m + 1, np.int64)
-    for k in range(ops.size):
-        wstart[ops[k] + 1] += 1
-    for j in range(m):
-        wstart[j + 1] += wstart[j]
-    fill = wstart[:-1].copy()
-    out = np.empty(ops.size, np.int64)
-    for r in range(n):
-        for k in range(start[r], start[r + 1]):
-            j = ops[k]
-            out[fill[j]] = r
-            fill[j] += 1
-    return wstart, out
-
-
 # --------------------------------------------------------------------------------------------
 # the event loop
+#
+# Events at one time run in the order they were scheduled: every event carries a sequence
+# number, and the next event is the least (time, sequence) pair. Each kind of event is
+# scheduled in (time, sequence) order, so instead of one heap the loop keeps a queue per kind
+# and takes the least of their heads: READs reach the server in issue order; replies leave
+# the wire in the order they were sent (each after the one before); the disk and the client's
+# retry are one event at a time. Only CPU events can be scheduled out of time order (a READ
+# of more RPCs takes longer): they are kept sorted, a few at most (one per busy nfsd).
 
+EV_NONE = -1
 EV_TRY = 0  # the client tries to issue READs
 EV_ARRIVE = 1  # a READ reaches the server
 EV_CPU = 2  # an nfsd has done a READ's CPU work: its disk reads enter the queue
 EV_DISK = 3  # a disk read finished
 EV_RECV = 4  # a reply reached the client
 
-# READ states at the server
-R_NOT_YET = 0
-R_WAITING = 1
-R_REPLIED = 2
+NO_LINK = -1
 
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
-def simulate(arrive, nbytes, rpcs, first_op, wait_start, wait_ops, waiter_start, waiters,
-             op_file, op_off, op_len, addr, slots, half_rtt, rate, cpu_s, nfsd, cscan,
-             ext_first, ext_base, extent_bytes, ip, fp, seek_d, seek_t, zone_start,
-             zone_rate, dstate, issue, done):
+def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_file, op_off, op_len,
+             addr, nfiles, slots, half_rtt, rate, cpu_s, nfsd, cscan, ext_first, ext_base,
+             extent_bytes, ip, fp, seek_d, seek_t, zone_start, zone_rate, dstate, issue, done):
     """Run the events; fills ``issue`` and ``done`` (client times, s) and returns the disk's
-    busy seconds and when it finished its last read. Events at one time run in the order they
-    were scheduled."""
-    n = arrive.size
+    busy seconds and when it finished its last read. ``arrive``: per READ the earliest issue
+    time (s), or empty (no think time)."""
+    n = nbytes.size
     m = op_file.size
-    heap = [(0.0, np.int64(0), np.int64(0), np.int64(0))]  # (time, seq, kind, id)
-    heap.pop()
-    seq = 0
-    # client
+    think = arrive.size > 0
+    seq = np.int64(0)
+    # client: READs [0, nxt) issued; the retry event
     nxt = 0
     free_slots = slots
-    try_pending = False
-    # server
-    state = np.full(n, R_NOT_YET, np.int64)
-    pending = np.zeros(n, np.int64)
-    nfsd_q = np.empty(n, np.int64)  # READs waiting for a thread, FIFO
+    try_pending = True  # the first event: the client tries at time 0
+    try_t = 0.0
+    try_seq = seq
+    seq += 1
+    # network to the server: READs [arr_head, nxt) on their way, sequence numbers by READ
+    arr_head = 0
+    arr_seq = np.empty(slots, np.int64)
+    # server: READs waiting for a thread (FIFO ring); CPU events sorted by time
+    nq = np.empty(slots, np.int64)
     nq_head = 0
-    nq_tail = 0
+    nq_len = 0
     idle_threads = nfsd
+    cpu_t = np.empty(slots)
+    cpu_seq = np.empty(slots, np.int64)
+    cpu_r = np.empty(slots, np.int64)
+    cpu_head = 0
+    cpu_len = 0
+    pending = np.zeros(n, np.int64)  # disk reads a READ still waits for
+    # the READs' disk reads: [op_lo[r], op_hi[r]), and which of the file's reads came before
+    op_lo = np.empty(n, np.int64)
+    op_hi = np.empty(n, np.int64)
+    file_ops_before = np.empty(n, np.int64)
+    op_rank = np.empty(m, np.int64)  # the read's index among its file's reads
+    file_ops = np.zeros(nfiles, np.int64)
+    op_ptr = 0
+    # disk reads not yet done, per file, in issue order (doubly linked; the newest is the tail)
+    live_tail = np.full(nfiles, NO_LINK, np.int64)
+    live_prev = np.empty(m, np.int64)
+    live_next = np.empty(m, np.int64)
+    # READs waiting for each disk read, in READ order (linked nodes from a pool)
+    w_head = np.full(m, NO_LINK, np.int64)
+    w_tail = np.full(m, NO_LINK, np.int64)
+    # a node lives from a READ's CPU event to the end of the read it waits for, and the READ
+    # is outstanding all that time: at most slots READs, each waiting for its own reads and
+    # LOOKBACK earlier ones
+    most = 0
+    streak = 0
+    for j in range(m):
+        streak = streak + 1 if j > 0 and op_req[j] == op_req[j - 1] else 1
+        most = max(most, streak)
+    nodes = slots * (most + LOOKBACK)
+    node_r = np.empty(nodes, np.int64)
+    node_next = np.arange(1, nodes + 1, dtype=np.int64)  # the free list
+    node_next[nodes - 1] = NO_LINK
+    node_free = 0
+    # the wire: replies in the order sent (ring)
     link_free = 0.0
+    rv_t = np.empty(slots)
+    rv_seq = np.empty(slots, np.int64)
+    rv_r = np.empty(slots, np.int64)
+    rv_head = 0
+    rv_len = 0
     # disk
-    op_done = np.zeros(m, np.bool_)
     dq = np.empty(m, np.int64)  # disk reads in the queue, arrival order
     taken = np.zeros(m, np.bool_)
     dq_head = 0
     dq_tail = 0
     disk_busy = False
+    disk_t = 0.0
+    disk_seq = np.int64(0)
+    disk_op = 0
     disk_free_at = 0.0
     head_addr = np.int64(0)
     busy = 0.0
     idle = np.zeros(1)
+    one_file = np.zeros(1, np.int64)  # the read handed to the drive model
+    one_off = np.zeros(1, np.int64)
+    one_len = np.zeros(1, np.int64)
     out_s = np.zeros(1)
     out_f = np.zeros(1, np.uint8)
 
-    heapq.heappush(heap, (0.0, np.int64(seq), np.int64(EV_TRY), np.int64(0)))
-    seq += 1
-    while len(heap) > 0:
-        now, _, kind, x = heapq.heappop(heap)
+    while True:
+        # the next event: the least (time, sequence) of the queues' heads
+        kind = EV_NONE
+        now = 0.0
+        best_seq = np.int64(0)
+        if try_pending:
+            kind = EV_TRY
+            now = try_t
+            best_seq = try_seq
+        if arr_head < nxt:
+            t = issue[arr_head] + half_rtt
+            s = arr_seq[arr_head % slots]
+            if kind == EV_NONE or t < now or (t == now and s < best_seq):
+                kind = EV_ARRIVE
+                now = t
+                best_seq = s
+        if cpu_len > 0:
+            t = cpu_t[cpu_head]
+            s = cpu_seq[cpu_head]
+            if kind == EV_NONE or t < now or (t == now and s < best_seq):
+                kind = EV_CPU
+                now = t
+                best_seq = s
+        if disk_busy:
+            if kind == EV_NONE or disk_t < now or (disk_t == now and disk_seq < best_seq):
+                kind = EV_DISK
+                now = disk_t
+                best_seq = disk_seq
+        if rv_len > 0:
+            t = rv_t[rv_head]
+            s = rv_seq[rv_head]
+            if kind == EV_NONE or t < now or (t == now and s < best_seq):
+                kind = EV_RECV
+                now = t
+                best_seq = s
+        if kind == EV_NONE:
+            break
+
         if kind == EV_TRY or kind == EV_RECV:
             if kind == EV_TRY:
                 try_pending = False
             else:
-                done[x] = now
+                done[rv_r[rv_head]] = now
+                rv_head = (rv_head + 1) % slots
+                rv_len -= 1
                 free_slots += 1
             # issue READs in trace order while a slot is free and their time has come
             while free_slots > 0 and nxt < n:
-                if arrive[nxt] > now:
+                if think and arrive[nxt] > now:
                     if not try_pending:
-                        heapq.heappush(heap, (arrive[nxt], np.int64(seq), np.int64(EV_TRY),
-                                              np.int64(0)))
-                        seq += 1
                         try_pending = True
+                        try_t = arrive[nxt]
+                        try_seq = seq
+                        seq += 1
                     break
                 issue[nxt] = now
-                heapq.heappush(heap, (now + half_rtt, np.int64(seq), np.int64(EV_ARRIVE),
-                                      np.int64(nxt)))
+                arr_seq[nxt % slots] = seq
                 seq += 1
+                # its disk reads: ranked among their file's, not done until the disk says so
+                file_ops_before[nxt] = file_ops[file[nxt]]
+                op_lo[nxt] = op_ptr
+                while op_ptr < m and op_req[op_ptr] == nxt:
+                    f = op_file[op_ptr]
+                    op_rank[op_ptr] = file_ops[f]
+                    file_ops[f] += 1
+                    live_prev[op_ptr] = live_tail[f]
+                    live_next[op_ptr] = NO_LINK
+                    if live_tail[f] != NO_LINK:
+                        live_next[live_tail[f]] = op_ptr
+                    live_tail[f] = op_ptr
+                    op_ptr += 1
+                op_hi[nxt] = op_ptr
                 free_slots -= 1
                 nxt += 1
             continue
+
         if kind == EV_ARRIVE:
-            nfsd_q[nq_tail] = x
-            nq_tail += 1
+            nq[(nq_head + nq_len) % slots] = arr_head
+            nq_len += 1
+            arr_head += 1
         elif kind == EV_CPU:
-            # the READ's disk reads enter the queue; it waits for what is not yet done
-            for j in range(first_op[x], first_op[x + 1]):
+            x = cpu_r[cpu_head]
+            cpu_head = (cpu_head + 1) % slots
+            cpu_len -= 1
+            # the READ's disk reads enter the queue; it waits for its demand reads and for
+            # earlier reads of its bytes not yet done (among the last LOOKBACK of its file)
+            cnt = 0
+            for j in range(op_lo[x], op_hi[x]):
                 dq[dq_tail] = j
                 dq_tail += 1
-            cnt = 0
-            for k in range(wait_start[x], wait_start[x + 1]):
-                if not op_done[wait_ops[k]]:
+                if op_sync[j] != 0:
                     cnt += 1
+                    node_free = _wait_for(j, x, w_head, w_tail, node_r, node_next, node_free)
+            a = offset[x]
+            b = a + nbytes[x]
+            if b > a:
+                oldest = file_ops_before[x] - LOOKBACK
+                j = live_tail[file[x]]
+                while j != NO_LINK:
+                    if j < op_lo[x]:
+                        if op_rank[j] < oldest:
+                            break
+                        if op_off[j] < b and a < op_off[j] + op_len[j]:
+                            cnt += 1
+                            node_free = _wait_for(j, x, w_head, w_tail, node_r, node_next,
+                                                  node_free)
+                    j = live_prev[j]
             pending[x] = cnt
-            state[x] = R_WAITING
-        elif kind == EV_DISK:
-            op_done[x] = True
+            if cnt == 0:
+                link_free = _reply(x, now, nbytes, rate, half_rtt, link_free, seq, rv_t,
+                                   rv_seq, rv_r, rv_head, rv_len)
+                rv_len += 1
+                seq += 1
+                idle_threads += 1
+        else:  # EV_DISK
+            j = disk_op
             disk_busy = False
             disk_free_at = now
-            for k in range(waiter_start[x], waiter_start[x + 1]):
-                r = waiters[k]
-                if state[r] == R_WAITING:
-                    pending[r] -= 1
-        # replies: a waiting READ with nothing pending replies and frees its thread
-        if kind == EV_CPU:
-            if pending[x] == 0:
-                link_free = _reply(heap, seq, x, now, nbytes, rate, half_rtt, link_free)
-                seq += 1
-                state[x] = R_REPLIED
-                idle_threads += 1
-        elif kind == EV_DISK:
-            for k in range(waiter_start[x], waiter_start[x + 1]):
-                r = waiters[k]
-                if state[r] == R_WAITING and pending[r] == 0:
-                    link_free = _reply(heap, seq, r, now, nbytes, rate, half_rtt, link_free)
+            f = op_file[j]
+            if live_next[j] != NO_LINK:
+                live_prev[live_next[j]] = live_prev[j]
+            else:
+                live_tail[f] = live_prev[j]
+            if live_prev[j] != NO_LINK:
+                live_next[live_prev[j]] = live_next[j]
+            # its waiters, in READ order: those waiting for nothing else reply
+            k = w_head[j]
+            while k != NO_LINK:
+                r = node_r[k]
+                pending[r] -= 1
+                if pending[r] == 0:
+                    link_free = _reply(r, now, nbytes, rate, half_rtt, link_free, seq, rv_t,
+                                       rv_seq, rv_r, rv_head, rv_len)
+                    rv_len += 1
                     seq += 1
-                    state[r] = R_REPLIED
                     idle_threads += 1
+                after = node_next[k]
+                node_next[k] = node_free
+                node_free = k
+                k = after
         # free threads take arrived READs in arrival order
-        while idle_threads > 0 and nq_head < nq_tail:
-            r = nfsd_q[nq_head]
-            nq_head += 1
+        while idle_threads > 0 and nq_len > 0:
+            r = nq[nq_head]
+            nq_head = (nq_head + 1) % slots
+            nq_len -= 1
             idle_threads -= 1
-            heapq.heappush(heap, (now + cpu_s * rpcs[r], np.int64(seq), np.int64(EV_CPU),
-                                  np.int64(r)))
+            t = now + cpu_s * ((nbytes[r] + rsize - 1) // rsize if nbytes[r] > rsize else 1)
+            # sorted by time; among equal times, scheduling order
+            p = cpu_len
+            while p > 0 and cpu_t[(cpu_head + p - 1) % slots] > t:
+                q = (cpu_head + p) % slots
+                w = (cpu_head + p - 1) % slots
+                cpu_t[q] = cpu_t[w]
+                cpu_seq[q] = cpu_seq[w]
+                cpu_r[q] = cpu_r[w]
+                p -= 1
+            q = (cpu_head + p) % slots
+            cpu_t[q] = t
+            cpu_seq[q] = seq
+            cpu_r[q] = r
+            cpu_len += 1
             seq += 1
         # an idle disk starts the next read of its queue
         if not disk_busy:
@@ -411,29 +471,68 @@ def simulate(arrive, nbytes, rpcs, first_op, wait_start, wait_ops, waiter_start,
                 j = _pick(dq, dq_head, dq_tail, taken, addr, head_addr, cscan)
                 taken[j] = True
                 idle[0] = now - disk_free_at
-                service_kernel(op_file[j:j + 1], op_off[j:j + 1], op_len[j:j + 1], idle,
+                one_file[0] = op_file[j]
+                one_off[0] = op_off[j]
+                one_len[0] = op_len[j]
+                service_kernel(one_file, one_off, one_len, idle,
                                ext_first, ext_base, extent_bytes, ip, fp, seek_d, seek_t,
                                zone_start, zone_rate, dstate, out_s, out_f)
                 busy += out_s[0]
                 head_addr = addr[j] + op_len[j]
                 disk_busy = True
-                heapq.heappush(heap, (now + out_s[0], np.int64(seq), np.int64(EV_DISK),
-                                      np.int64(j)))
+                disk_t = now + out_s[0]
+                disk_seq = seq
+                disk_op = j
                 seq += 1
     return busy, disk_free_at
 
 
-@njit(cache=True, nogil=True)
-def _reply(heap, seq, r, now, nbytes, rate, half_rtt, link_free):
+@njit(cache=True, nogil=True, _nrt=False)
+def _wait_for(j, r, w_head, w_tail, node_r, node_next, free):
+    """READ r waits for disk read j: a node from the free list into j's list of waiters,
+    kept in READ order (CPU events come nearly in READ order: almost always an append).
+    Returns the free list's new head."""
+    k = free
+    free = node_next[k]
+    node_r[k] = r
+    last = w_tail[j]
+    if last == NO_LINK:
+        node_next[k] = NO_LINK
+        w_head[j] = k
+        w_tail[j] = k
+    elif node_r[last] < r:
+        node_next[k] = NO_LINK
+        node_next[last] = k
+        w_tail[j] = k
+    else:
+        before = NO_LINK
+        at = w_head[j]
+        while node_r[at] < r:
+            before = at
+            at = node_next[at]
+        node_next[k] = at
+        if before == NO_LINK:
+            w_head[j] = k
+        else:
+            node_next[before] = k
+    return free
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _reply(r, now, nbytes, rate, half_rtt, link_free, seq, rv_t, rv_seq, rv_r, rv_head,
+           rv_len):
     """Send READ r's reply: on the wire after the replies before it, then half a round trip
-    to the client. Returns when the wire is free again."""
+    to the client (queued as event ``seq``). Returns when the wire is free again."""
     start = now if now > link_free else link_free
     end = start + (nbytes[r] / rate if rate > 0 else 0.0)
-    heapq.heappush(heap, (end + half_rtt, np.int64(seq), np.int64(EV_RECV), np.int64(r)))
+    q = (rv_head + rv_len) % rv_t.size
+    rv_t[q] = end + half_rtt
+    rv_seq[q] = seq
+    rv_r[q] = r
     return end
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _pick(dq, lo, hi, taken, addr, head_addr, cscan):
     """The next disk read: the oldest in the queue (fifo), or the one at the lowest address
     at or past the head, wrapping to the lowest address (cscan; ties: the oldest)."""
