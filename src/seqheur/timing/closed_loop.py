@@ -32,7 +32,7 @@ against the last :data:`LOOKBACK` disk reads of its file.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -43,7 +43,7 @@ from ..options import param
 NAME = "closed-loop"
 #: Jitted functions that call into other modules (the drive model): the replay caches them
 #: on disk keyed by every source they reach, not by this file alone.
-KERNELS = ("simulate", "op_address")
+KERNELS = ("simulate", "simulate_exact", "op_address", "_serve_next")
 DOC = ("clients with N outstanding READs (think time from the trace or none), network RTT "
        "and bandwidth, nfsd threads with CPU per RPC, asynchronous read-ahead, a fifo or "
        "cscan disk queue feeding the drive model; event by event")
@@ -142,14 +142,83 @@ class TimingResult:
         """The timing columns of the summary (:data:`seqheur.metrics.TIMING_METRICS`)."""
         e2e = self.e2e_seconds
         span = max(e2e, self.disk_end_s)
-        lat_ms = (self.done_s - self.issue_s) * 1e3
         nan = float("nan")
-        pct = (np.percentile(lat_ms, [50, 95, 99]) if lat_ms.size else [nan] * 3)
+        pct = latency_percentiles(self.issue_s, self.done_s, (50, 95, 99))
         return {"e2e_seconds": e2e,
                 "e2e_throughput_mbps": demand_bytes / 1e6 / e2e if e2e > 0 else nan,
                 "read_latency_p50_ms": float(pct[0]), "read_latency_p95_ms": float(pct[1]),
                 "read_latency_p99_ms": float(pct[2]),
                 "disk_utilisation": self.disk_busy_s / span if span > 0 else nan}
+
+
+def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...]) -> list[float]:
+    """``np.percentile((done - issue) * 1e3, q)`` (linear interpolation) without sorting or
+    partitioning every latency: one pass counts them in buckets that keep their order (16 per
+    power of two), a second collects the few buckets holding the wanted ranks, and only
+    those are partitioned. Exact: the same order statistics, interpolated as numpy does."""
+    n = int(done.size)
+    if n == 0:
+        return [float("nan")] * len(q)
+    issue = np.ascontiguousarray(issue, np.float64)
+    done = np.ascontiguousarray(done, np.float64)
+    hist = np.zeros(_LAT_BUCKETS, np.int64)
+    if not _latency_buckets(issue, done, hist):  # an infinite or NaN latency: numpy's way
+        return [float(x) for x in np.percentile((done - issue) * 1e3, q)]
+    below = np.cumsum(hist) - hist  # latencies in lower buckets
+    qs = np.true_divide(np.asarray(q, np.float64), 100)
+    v = (n - 1) * qs  # numpy's "linear" virtual index
+    lo = np.floor(v).astype(np.int64)
+    hi = np.minimum(lo + 1, n - 1)
+    ranks = np.unique(np.concatenate([lo, hi]))
+    buckets = np.searchsorted(below + hist, ranks, side="right")  # the bucket of each rank
+    wanted = np.zeros(_LAT_BUCKETS, np.bool_)
+    wanted[buckets] = True
+    # a rank's place among the collected latencies: minus those in lower buckets not taken
+    skipped = np.cumsum(np.where(wanted, 0, hist)) - np.where(wanted, 0, hist)
+    pool = np.empty(int(hist[wanted].sum()), np.float64)
+    _collect_latencies(issue, done, wanted, pool)
+    local = ranks - skipped[buckets]
+    part = np.partition(pool, local)
+    value = dict(zip(ranks.tolist(), part[local]))
+    a = np.array([value[k] for k in lo.tolist()])
+    b = np.array([value[k] for k in hi.tolist()])
+    gamma = v - lo
+    diff = b - a
+    out = np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)
+    return [float(x) for x in out]
+
+
+_LAT_BUCKETS = 1 << 16
+
+
+@njit(cache=True, nogil=True)
+def _latency_buckets(issue, done, hist):
+    """Count the latencies (ms) per bucket; False (counting stopped) at one not finite.
+    The bucket is the top 16 bits of the float (sign, exponent, 4 bits of mantissa): for
+    latencies >= 0 it never decreases with the latency, 16 buckets per power of two."""
+    word = np.zeros(1)
+    bits = word.view(np.uint64)
+    for i in range(done.size):
+        lat = (done[i] - issue[i]) * 1e3
+        if not lat < np.inf or lat != lat:  # NaN or infinite
+            return False
+        word[0] = lat if lat > 0.0 else 0.0  # no -0.0 or negative latency: a bucket >= 0
+        hist[bits[0] >> 48] += 1
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _collect_latencies(issue, done, wanted, pool):
+    """The latencies (ms) of the wanted buckets, in READ order."""
+    word = np.zeros(1)
+    bits = word.view(np.uint64)
+    k = 0
+    for i in range(done.size):
+        lat = (done[i] - issue[i]) * 1e3
+        word[0] = lat if lat > 0.0 else 0.0
+        if wanted[bits[0] >> 48]:
+            pool[k] = lat
+            k += 1
 
 
 def run(params: Params, inputs: TimingInputs) -> TimingResult:
@@ -168,17 +237,33 @@ def run(params: Params, inputs: TimingInputs) -> TimingResult:
     arrive = ((t - t[0]) / 1e9 if n and params.think == "trace" else np.zeros(0))
     nfiles = 1 + max(int(file.max()) if n else 0, int(op_file.max()) if op_file.size else 0)
     place = inputs.place
-    addr = op_address(op_file, op_off, place.ext_first, place.ext_base,
-                      i64(place.extent_bytes))
+    ext = i64(place.extent_bytes)
+    addr = op_address(op_file, op_off, place.ext_first, place.ext_base, ext)
     rate = min((r for r in (params.link_mbps, params.host_mbps) if r > 0), default=0.0) * 1e6
+    slots = int(params.slots)
+    half_rtt = params.rtt_us * 0.5e-6
+    cpu_s = params.cpu_us * 1e-6
+    cscan = params.scheduler == "cscan"
     issue = np.empty(n)
     done = np.empty(n)
-    state = inputs.disk.new_state()
-    busy, disk_end = simulate(
-        arrive, nbytes, i64(params.rsize), file, offset, op_req, op_sync, op_file, op_off,
-        op_len, addr, nfiles, int(params.slots), params.rtt_us * 0.5e-6, rate,
-        params.cpu_us * 1e-6, int(params.nfsd), params.scheduler == "cscan", place.ext_first,
-        place.ext_base, i64(place.extent_bytes), *inputs.disk.kernel_args(), state, issue, done)
+
+    def disk() -> Disk:
+        m = op_file.size
+        return Disk(np.empty(m, i64), np.zeros(m, np.bool_), addr, op_file, op_off, op_len,
+                    place.ext_first, place.ext_base, *inputs.disk.kernel_args(),
+                    inputs.disk.new_state(), np.zeros(1), np.zeros(1, i64), np.zeros(1, i64),
+                    np.zeros(1, i64), np.zeros(1), np.zeros(1, np.uint8))
+
+    ok = False
+    if params.nfsd >= slots:  # no READ ever waits for a thread: the short loop
+        busy, disk_end, ok = simulate(arrive, nbytes, i64(params.rsize), file, offset, op_req,
+                                      op_sync, op_off, op_len, slots, half_rtt, rate, cpu_s,
+                                      nfiles, cscan, ext, disk(), issue, done)
+    if not ok:
+        busy, disk_end = simulate_exact(arrive, nbytes, i64(params.rsize), file, offset,
+                                        op_req, op_sync, op_off, op_len, slots, half_rtt,
+                                        rate, cpu_s, int(params.nfsd), nfiles, cscan, ext,
+                                        disk(), issue, done)
     return TimingResult(issue, done, float(busy), float(disk_end), int(nbytes.sum()),
                         int(op_len.sum()))
 
@@ -200,11 +285,22 @@ def op_address(file, offset, ext_first, ext_base, extent_bytes):
 #
 # Events at one time run in the order they were scheduled: every event carries a sequence
 # number, and the next event is the least (time, sequence) pair. Each kind of event is
-# scheduled in (time, sequence) order, so instead of one heap the loop keeps a queue per kind
-# and takes the least of their heads: READs reach the server in issue order; replies leave
-# the wire in the order they were sent (each after the one before); the disk and the client's
-# retry are one event at a time. Only CPU events can be scheduled out of time order (a READ
-# of more RPCs takes longer): they are kept sorted, a few at most (one per busy nfsd).
+# scheduled in (time, sequence) order, so instead of one heap :func:`simulate_exact` keeps a
+# queue per kind and takes the least of their heads: READs reach the server in issue order;
+# replies reach the client in the order they were sent (each leaves the wire after the one
+# before); the disk and the client's retry are one event at a time. Only CPU events can be
+# scheduled out of time order (a READ of more RPCs takes longer): they are kept sorted, one
+# per outstanding READ at most.
+#
+# :func:`simulate` gets the same answer with two kinds of events instead of five when there
+# are at least as many nfsd threads as client slots (a READ never waits for a thread): a
+# READ's arrival only schedules its CPU event, and a reply's arrival at the client only
+# frees the slot the next READ takes, so both are computed when they become known (the
+# reply's when the reply is sent: replies arrive in the order they are sent). What is left
+# is CPU events (sorted by time, as above) and the disk's. Events at one time that are not
+# of one kind are the only place where the order of scheduling (the sequence numbers, which
+# the short loop does not keep) could change the result: :func:`simulate` gives up when a CPU
+# event and the disk's fall at the same time, and the exact loop runs instead.
 
 EV_NONE = -1
 EV_TRY = 0  # the client tries to issue READs
@@ -216,16 +312,393 @@ EV_RECV = 4  # a reply reached the client
 NO_LINK = -1
 
 
-@njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
-def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_file, op_off, op_len,
-             addr, nfiles, slots, half_rtt, rate, cpu_s, nfsd, cscan, ext_first, ext_base,
-             extent_bytes, ip, fp, seek_d, seek_t, zone_start, zone_rate, dstate, issue, done):
-    """Run the events; fills ``issue`` and ``done`` (client times, s) and returns the disk's
-    busy seconds and when it finished its last read. ``arrive``: per READ the earliest issue
-    time (s), or empty (no think time)."""
-    n = nbytes.size
+class Waits(NamedTuple):
+    """Which disk reads the READs wait for. Per outstanding READ, at the slot number it took
+    when issued (``slots`` of them: the state of a run's READs fits in a few lines of memory):
+    its disk reads ``[op_lo, op_hi)``, how many reads of its file came before them, and how
+    many reads it still waits for (from its CPU event). Per disk read: its index among its
+    file's reads; the reads not yet done, per file, in issue order (doubly linked, the newest
+    at ``live_tail``); the READs waiting for it, in READ order (linked nodes from a pool)."""
+
+    op_lo: np.ndarray  # int64[slots]
+    op_hi: np.ndarray  # int64[slots]
+    file_ops_before: np.ndarray  # int64[slots]
+    pending: np.ndarray  # int64[slots]
+    op_rank: np.ndarray  # int64[m]
+    file_ops: np.ndarray  # int64[files]: reads of the file issued so far
+    live_tail: np.ndarray  # int64[files]
+    live_prev: np.ndarray  # int64[m]
+    live_next: np.ndarray  # int64[m]
+    w_head: np.ndarray  # int64[m]
+    w_tail: np.ndarray  # int64[m]
+    node_r: np.ndarray  # int64[nodes]: the waiting READ
+    node_slot: np.ndarray  # int64[nodes]: its slot number
+    node_next: np.ndarray  # int64[nodes]: the next node (of the read's list or the free list)
+
+
+@njit(cache=True, nogil=True)
+def new_waits(op_req, nfiles, slots):
+    """Empty bookkeeping for ``slots`` outstanding READs, the disk reads of ``op_req`` and ``nfiles`` files. A
+    node lives from a READ's CPU event to the end of the read it waits for, and the READ is
+    outstanding all that time: at most ``slots`` READs, each waiting for its own reads and
+    LOOKBACK earlier ones; the pool holds that many."""
+    m = op_req.size
+    most = 0
+    streak = 0
+    for j in range(m):
+        streak = streak + 1 if j > 0 and op_req[j] == op_req[j - 1] else 1
+        most = max(most, streak)
+    nodes = slots * (most + LOOKBACK)
+    node_next = np.arange(1, nodes + 1, dtype=np.int64)  # all free, in a list
+    node_next[nodes - 1] = NO_LINK
+    return Waits(np.empty(slots, np.int64), np.empty(slots, np.int64),
+                 np.empty(slots, np.int64), np.zeros(slots, np.int64), np.empty(m, np.int64),
+                 np.zeros(nfiles, np.int64), np.full(nfiles, NO_LINK, np.int64),
+                 np.empty(m, np.int64), np.empty(m, np.int64), np.full(m, NO_LINK, np.int64),
+                 np.full(m, NO_LINK, np.int64), np.empty(nodes, np.int64),
+                 np.empty(nodes, np.int64), node_next)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _issued(x, slot, file, op_req, op_file, op_ptr, w):
+    """READ x is issued into ``slot``: its disk reads (from ``op_ptr`` on, those of
+    ``op_req == x``) are ranked among their file's and not done until the disk says so.
+    Returns the next read."""
     m = op_file.size
+    w.file_ops_before[slot] = w.file_ops[file[x]]
+    w.op_lo[slot] = op_ptr
+    while op_ptr < m and op_req[op_ptr] == x:
+        f = op_file[op_ptr]
+        w.op_rank[op_ptr] = w.file_ops[f]
+        w.file_ops[f] += 1
+        last = w.live_tail[f]
+        w.live_prev[op_ptr] = last
+        w.live_next[op_ptr] = NO_LINK
+        if last != NO_LINK:
+            w.live_next[last] = op_ptr
+        w.live_tail[f] = op_ptr
+        op_ptr += 1
+    w.op_hi[slot] = op_ptr
+    return op_ptr
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _server_has(x, slot, file, offset, nbytes, op_sync, op_off, op_len, dq, dq_tail, w,
+                free):
+    """READ x's CPU work is done: its disk reads enter the queue (from ``dq_tail``), and it
+    waits for its demand reads and for earlier reads of its bytes not yet done (among the
+    last LOOKBACK of its file). Sets ``w.pending[slot]``; returns the queue's new tail and
+    the node pool's free list."""
+    cnt = 0
+    lo = w.op_lo[slot]
+    for j in range(lo, w.op_hi[slot]):
+        dq[dq_tail] = j
+        dq_tail += 1
+        if op_sync[j] != 0:
+            cnt += 1
+            free = _wait_for(j, x, slot, w, free)
+    a = offset[x]
+    b = a + nbytes[x]
+    if b > a:
+        oldest = w.file_ops_before[slot] - LOOKBACK
+        j = w.live_tail[file[x]]
+        while j != NO_LINK:
+            if j < lo:
+                if w.op_rank[j] < oldest:
+                    break
+                if op_off[j] < b and a < op_off[j] + op_len[j]:
+                    cnt += 1
+                    free = _wait_for(j, x, slot, w, free)
+            j = w.live_prev[j]
+    w.pending[slot] = cnt
+    return dq_tail, free
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _wait_for(j, r, slot, w, free):
+    """READ r (in ``slot``) waits for disk read j: a node from the free list into j's list
+    of waiters, kept in READ order (CPU events come nearly in READ order: almost always an
+    append). Returns the free list's new head."""
+    k = free
+    free = w.node_next[k]
+    w.node_r[k] = r
+    w.node_slot[k] = slot
+    last = w.w_tail[j]
+    if last == NO_LINK:
+        w.node_next[k] = NO_LINK
+        w.w_head[j] = k
+        w.w_tail[j] = k
+    elif w.node_r[last] < r:
+        w.node_next[k] = NO_LINK
+        w.node_next[last] = k
+        w.w_tail[j] = k
+    else:
+        before = NO_LINK
+        at = w.w_head[j]
+        while w.node_r[at] < r:
+            before = at
+            at = w.node_next[at]
+        w.node_next[k] = at
+        if before == NO_LINK:
+            w.w_head[j] = k
+        else:
+            w.node_next[before] = k
+    return free
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _read_done(j, f, w):
+    """Disk read j (of file f) is done: no longer in flight."""
+    after = w.live_next[j]
+    before = w.live_prev[j]
+    if after != NO_LINK:
+        w.live_prev[after] = before
+    else:
+        w.live_tail[f] = before
+    if before != NO_LINK:
+        w.live_next[before] = after
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _send(r, now, nbytes, rate, link_free):
+    """READ r's reply goes on the wire after the replies before it; returns when it leaves
+    the wire (the wire is free again then)."""
+    start = now if now > link_free else link_free
+    return start + (nbytes[r] / rate if rate > 0 else 0.0)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _cpu_event(t, s, r, slot, cpu_t, cpu_seq, cpu_r, cpu_slot, head, length):
+    """Queue the CPU event of READ r (in ``slot``) at time t (sequence s) in the ring of CPU
+    events, sorted by time; among equal times after the ones queued before."""
+    cap = cpu_t.size
+    p = length
+    while p > 0 and cpu_t[(head + p - 1) % cap] > t:
+        q = (head + p) % cap
+        w = (head + p - 1) % cap
+        cpu_t[q] = cpu_t[w]
+        cpu_seq[q] = cpu_seq[w]
+        cpu_r[q] = cpu_r[w]
+        cpu_slot[q] = cpu_slot[w]
+        p -= 1
+    q = (head + p) % cap
+    cpu_t[q] = t
+    cpu_seq[q] = s
+    cpu_r[q] = r
+    cpu_slot[q] = slot
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _rpcs(nbytes, rsize):
+    """RPCs of a READ of ``nbytes``: ceil(nbytes / rsize), at least one."""
+    return (nbytes + rsize - 1) // rsize if nbytes > rsize else 1
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _pick(dq, lo, hi, taken, addr, head_addr, cscan):
+    """The next disk read: the oldest in the queue (fifo), or the one at the lowest address
+    at or past the head, wrapping to the lowest address (cscan; ties: the oldest)."""
+    if not cscan:
+        return dq[lo]
+    best = -1
+    low = -1
+    for k in range(lo, hi):
+        j = dq[k]
+        if taken[j]:
+            continue
+        if addr[j] >= head_addr and (best < 0 or addr[j] < addr[best]):
+            best = j
+        if low < 0 or addr[j] < addr[low]:
+            low = j
+    return best if best >= 0 else low
+
+
+class Disk(NamedTuple):
+    """The disk queue and the drive: reads in arrival order (``dq``, those ``taken`` already
+    served or in service), the drive model's arrays and state, and one-read buffers for
+    calls into it."""
+
+    dq: np.ndarray  # int64[m]
+    taken: np.ndarray  # bool[m]
+    addr: np.ndarray  # int64[m]: byte address where each read starts
+    op_file: np.ndarray
+    op_off: np.ndarray
+    op_len: np.ndarray
+    ext_first: np.ndarray
+    ext_base: np.ndarray
+    ip: np.ndarray
+    fp: np.ndarray
+    seek_d: np.ndarray
+    seek_t: np.ndarray
+    zone_start: np.ndarray
+    zone_rate: np.ndarray
+    dstate: np.ndarray
+    idle: np.ndarray  # float64[1]: host-idle seconds before the read
+    one_file: np.ndarray  # int64[1]: the read handed to the drive model
+    one_off: np.ndarray
+    one_len: np.ndarray
+    out_s: np.ndarray  # float64[1]: its service time
+    out_f: np.ndarray  # uint8[1]: its flags
+
+
+@njit(nogil=True, _nrt=False)  # cached by the replay, keyed by sources: calls the drive model
+def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, idle_s):
+    """The idle disk takes the next read of its queue ``[head, tail)`` after ``idle_s``
+    seconds idle and serves it with the drive model. Returns the read (-1: the queue is
+    empty), its service time and the queue's new head."""
+    while head < tail and d.taken[d.dq[head]]:
+        head += 1
+    if head == tail:
+        return -1, 0.0, head
+    j = _pick(d.dq, head, tail, d.taken, d.addr, head_addr, cscan)
+    d.taken[j] = True
+    d.idle[0] = idle_s
+    d.one_file[0] = d.op_file[j]
+    d.one_off[0] = d.op_off[j]
+    d.one_len[0] = d.op_len[j]
+    service_kernel(d.one_file, d.one_off, d.one_len, d.idle, d.ext_first, d.ext_base,
+                   extent_bytes, d.ip, d.fp, d.seek_d, d.seek_t, d.zone_start, d.zone_rate,
+                   d.dstate, d.out_s, d.out_f)
+    return j, d.out_s[0], head
+
+
+@njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
+def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
+             half_rtt, rate, cpu_s, nfiles, cscan, extent_bytes, d, issue, done):
+    """The events of a run where no READ waits for an nfsd thread (the caller checks): fills
+    ``issue`` and ``done`` (client times, s) and returns the disk's busy seconds, when it
+    finished its last read, and False when a CPU event and the disk's fell at the same time
+    (then nothing returned holds: run :func:`simulate_exact`). ``arrive``: per READ the
+    earliest issue time (s), or empty (no think time)."""
+    n = nbytes.size
+    m = op_off.size
     think = arrive.size > 0
+    w = new_waits(op_req, nfiles, slots)
+    node_free = 0
+    op_ptr = 0
+    # slot numbers free for the next READs (a stack): a READ's is free once it replies
+    free_slot = np.arange(slots - 1, -1, -1, dtype=np.int64)
+    nfree = slots
+    # client: READ y takes the slot freed by the (y - slots)-th reply to arrive (the first
+    # slots READs: free at 0); replies arrive in the order they are sent
+    free_at = np.zeros(slots)  # for READ y at y % slots, once known
+    known = slots  # READs [0, known) have their slot's time
+    nxt = 0
+    last_issue = 0.0
+    # CPU events, sorted by time
+    cpu_t = np.empty(slots)
+    cpu_r = np.empty(slots, np.int64)
+    cpu_slot = np.empty(slots, np.int64)
+    no_seq = np.empty(slots, np.int64)  # CPU events of this loop have no sequence numbers
+    cpu_head = 0
+    cpu_len = 0
+    link_free = 0.0
+    dq_head = 0
+    dq_tail = 0
+    disk_busy = False
+    disk_t = 0.0
+    disk_op = 0
+    disk_free_at = 0.0
+    head_addr = np.int64(0)
+    busy = 0.0
+    while True:
+        # issue every READ whose slot is known: at the later of its slot, its trace time
+        # and the READ before; it reaches the server half a round trip later and has its
+        # thread at once
+        while nxt < known and nxt < n:
+            t = free_at[nxt % slots]
+            if think and arrive[nxt] > t:
+                t = arrive[nxt]
+            if last_issue > t:
+                t = last_issue
+            issue[nxt] = t
+            last_issue = t
+            nfree -= 1
+            slot = free_slot[nfree]
+            op_ptr = _issued(nxt, slot, file, op_req, d.op_file, op_ptr, w)
+            t = (t + half_rtt) + cpu_s * _rpcs(nbytes[nxt], rsize)
+            q = (cpu_head + cpu_len) % slots
+            if cpu_len == 0 or cpu_t[(q + slots - 1) % slots] <= t:  # in time order: append
+                cpu_t[q] = t
+                cpu_r[q] = nxt
+                cpu_slot[q] = slot
+            else:
+                _cpu_event(t, 0, nxt, slot, cpu_t, no_seq, cpu_r, cpu_slot, cpu_head, cpu_len)
+            cpu_len += 1
+            nxt += 1
+        if cpu_len > 0:
+            if disk_busy and cpu_t[cpu_head] == disk_t:
+                return busy, disk_free_at, False
+            is_cpu = not disk_busy or cpu_t[cpu_head] < disk_t
+        elif disk_busy:
+            is_cpu = False
+        else:
+            break
+        if is_cpu:
+            now = cpu_t[cpu_head]
+            x = cpu_r[cpu_head]
+            slot = cpu_slot[cpu_head]
+            cpu_head = (cpu_head + 1) % slots
+            cpu_len -= 1
+            dq_tail, node_free = _server_has(x, slot, file, offset, nbytes, op_sync, op_off,
+                                             op_len, d.dq, dq_tail, w, node_free)
+            if w.pending[slot] == 0:
+                link_free = _send(x, now, nbytes, rate, link_free)
+                done[x] = link_free + half_rtt
+                free_at[known % slots] = done[x]
+                known += 1
+                free_slot[nfree] = slot
+                nfree += 1
+        else:
+            now = disk_t
+            j = disk_op
+            disk_busy = False
+            disk_free_at = now
+            _read_done(j, d.op_file[j], w)
+            # its waiters, in READ order: those waiting for nothing else reply
+            k = w.w_head[j]
+            while k != NO_LINK:
+                r = w.node_r[k]
+                slot = w.node_slot[k]
+                w.pending[slot] -= 1
+                if w.pending[slot] == 0:
+                    link_free = _send(r, now, nbytes, rate, link_free)
+                    done[r] = link_free + half_rtt
+                    free_at[known % slots] = done[r]
+                    known += 1
+                    free_slot[nfree] = slot
+                    nfree += 1
+                after = w.node_next[k]
+                w.node_next[k] = node_free
+                node_free = k
+                k = after
+        if not disk_busy:
+            j, service, dq_head = _serve_next(d, dq_head, dq_tail, head_addr, cscan,
+                                              extent_bytes, now - disk_free_at)
+            if j >= 0:
+                busy += service
+                head_addr = d.addr[j] + op_len[j]
+                disk_busy = True
+                disk_t = now + service
+                disk_op = j
+    return busy, disk_free_at, True
+
+
+@njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
+def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len,
+                   slots, half_rtt, rate, cpu_s, nfsd, nfiles, cscan, extent_bytes, d, issue,
+                   done):
+    """Run every event in (time, sequence) order; fills ``issue`` and ``done`` (client times,
+    s) and returns the disk's busy seconds and when it finished its last read. ``arrive``:
+    per READ the earliest issue time (s), or empty (no think time)."""
+    n = nbytes.size
+    think = arrive.size > 0
+    w = new_waits(op_req, nfiles, slots)
+    node_free = 0
+    op_ptr = 0
+    # slot numbers free for the next READs (a stack): a READ's is free once its reply arrives
+    free_slot = np.arange(slots - 1, -1, -1, dtype=np.int64)
+    nfree = slots
     seq = np.int64(0)
     # client: READs [0, nxt) issued; the retry event
     nxt = 0
@@ -237,54 +710,28 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_file, op_o
     # network to the server: READs [arr_head, nxt) on their way, sequence numbers by READ
     arr_head = 0
     arr_seq = np.empty(slots, np.int64)
+    arr_slot = np.empty(slots, np.int64)
     # server: READs waiting for a thread (FIFO ring); CPU events sorted by time
     nq = np.empty(slots, np.int64)
+    nq_slot = np.empty(slots, np.int64)
     nq_head = 0
     nq_len = 0
     idle_threads = nfsd
     cpu_t = np.empty(slots)
     cpu_seq = np.empty(slots, np.int64)
     cpu_r = np.empty(slots, np.int64)
+    cpu_slot = np.empty(slots, np.int64)
     cpu_head = 0
     cpu_len = 0
-    pending = np.zeros(n, np.int64)  # disk reads a READ still waits for
-    # the READs' disk reads: [op_lo[r], op_hi[r]), and which of the file's reads came before
-    op_lo = np.empty(n, np.int64)
-    op_hi = np.empty(n, np.int64)
-    file_ops_before = np.empty(n, np.int64)
-    op_rank = np.empty(m, np.int64)  # the read's index among its file's reads
-    file_ops = np.zeros(nfiles, np.int64)
-    op_ptr = 0
-    # disk reads not yet done, per file, in issue order (doubly linked; the newest is the tail)
-    live_tail = np.full(nfiles, NO_LINK, np.int64)
-    live_prev = np.empty(m, np.int64)
-    live_next = np.empty(m, np.int64)
-    # READs waiting for each disk read, in READ order (linked nodes from a pool)
-    w_head = np.full(m, NO_LINK, np.int64)
-    w_tail = np.full(m, NO_LINK, np.int64)
-    # a node lives from a READ's CPU event to the end of the read it waits for, and the READ
-    # is outstanding all that time: at most slots READs, each waiting for its own reads and
-    # LOOKBACK earlier ones
-    most = 0
-    streak = 0
-    for j in range(m):
-        streak = streak + 1 if j > 0 and op_req[j] == op_req[j - 1] else 1
-        most = max(most, streak)
-    nodes = slots * (most + LOOKBACK)
-    node_r = np.empty(nodes, np.int64)
-    node_next = np.arange(1, nodes + 1, dtype=np.int64)  # the free list
-    node_next[nodes - 1] = NO_LINK
-    node_free = 0
     # the wire: replies in the order sent (ring)
     link_free = 0.0
     rv_t = np.empty(slots)
     rv_seq = np.empty(slots, np.int64)
     rv_r = np.empty(slots, np.int64)
+    rv_slot = np.empty(slots, np.int64)
     rv_head = 0
     rv_len = 0
     # disk
-    dq = np.empty(m, np.int64)  # disk reads in the queue, arrival order
-    taken = np.zeros(m, np.bool_)
     dq_head = 0
     dq_tail = 0
     disk_busy = False
@@ -294,12 +741,6 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_file, op_o
     disk_free_at = 0.0
     head_addr = np.int64(0)
     busy = 0.0
-    idle = np.zeros(1)
-    one_file = np.zeros(1, np.int64)  # the read handed to the drive model
-    one_off = np.zeros(1, np.int64)
-    one_len = np.zeros(1, np.int64)
-    out_s = np.zeros(1)
-    out_f = np.zeros(1, np.uint8)
 
     while True:
         # the next event: the least (time, sequence) of the queues' heads
@@ -344,6 +785,8 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_file, op_o
                 try_pending = False
             else:
                 done[rv_r[rv_head]] = now
+                free_slot[nfree] = rv_slot[rv_head]
+                nfree += 1
                 rv_head = (rv_head + 1) % slots
                 rv_len -= 1
                 free_slots += 1
@@ -359,59 +802,32 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_file, op_o
                 issue[nxt] = now
                 arr_seq[nxt % slots] = seq
                 seq += 1
-                # its disk reads: ranked among their file's, not done until the disk says so
-                file_ops_before[nxt] = file_ops[file[nxt]]
-                op_lo[nxt] = op_ptr
-                while op_ptr < m and op_req[op_ptr] == nxt:
-                    f = op_file[op_ptr]
-                    op_rank[op_ptr] = file_ops[f]
-                    file_ops[f] += 1
-                    live_prev[op_ptr] = live_tail[f]
-                    live_next[op_ptr] = NO_LINK
-                    if live_tail[f] != NO_LINK:
-                        live_next[live_tail[f]] = op_ptr
-                    live_tail[f] = op_ptr
-                    op_ptr += 1
-                op_hi[nxt] = op_ptr
+                nfree -= 1
+                arr_slot[nxt % slots] = free_slot[nfree]
+                op_ptr = _issued(nxt, free_slot[nfree], file, op_req, d.op_file, op_ptr, w)
                 free_slots -= 1
                 nxt += 1
             continue
 
         if kind == EV_ARRIVE:
             nq[(nq_head + nq_len) % slots] = arr_head
+            nq_slot[(nq_head + nq_len) % slots] = arr_slot[arr_head % slots]
             nq_len += 1
             arr_head += 1
         elif kind == EV_CPU:
             x = cpu_r[cpu_head]
+            slot = cpu_slot[cpu_head]
             cpu_head = (cpu_head + 1) % slots
             cpu_len -= 1
-            # the READ's disk reads enter the queue; it waits for its demand reads and for
-            # earlier reads of its bytes not yet done (among the last LOOKBACK of its file)
-            cnt = 0
-            for j in range(op_lo[x], op_hi[x]):
-                dq[dq_tail] = j
-                dq_tail += 1
-                if op_sync[j] != 0:
-                    cnt += 1
-                    node_free = _wait_for(j, x, w_head, w_tail, node_r, node_next, node_free)
-            a = offset[x]
-            b = a + nbytes[x]
-            if b > a:
-                oldest = file_ops_before[x] - LOOKBACK
-                j = live_tail[file[x]]
-                while j != NO_LINK:
-                    if j < op_lo[x]:
-                        if op_rank[j] < oldest:
-                            break
-                        if op_off[j] < b and a < op_off[j] + op_len[j]:
-                            cnt += 1
-                            node_free = _wait_for(j, x, w_head, w_tail, node_r, node_next,
-                                                  node_free)
-                    j = live_prev[j]
-            pending[x] = cnt
-            if cnt == 0:
-                link_free = _reply(x, now, nbytes, rate, half_rtt, link_free, seq, rv_t,
-                                   rv_seq, rv_r, rv_head, rv_len)
+            dq_tail, node_free = _server_has(x, slot, file, offset, nbytes, op_sync, op_off,
+                                             op_len, d.dq, dq_tail, w, node_free)
+            if w.pending[slot] == 0:
+                link_free = _send(x, now, nbytes, rate, link_free)
+                q = (rv_head + rv_len) % slots
+                rv_t[q] = link_free + half_rtt
+                rv_seq[q] = seq
+                rv_r[q] = x
+                rv_slot[q] = slot
                 rv_len += 1
                 seq += 1
                 idle_threads += 1
@@ -419,133 +835,48 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_file, op_o
             j = disk_op
             disk_busy = False
             disk_free_at = now
-            f = op_file[j]
-            if live_next[j] != NO_LINK:
-                live_prev[live_next[j]] = live_prev[j]
-            else:
-                live_tail[f] = live_prev[j]
-            if live_prev[j] != NO_LINK:
-                live_next[live_prev[j]] = live_next[j]
+            _read_done(j, d.op_file[j], w)
             # its waiters, in READ order: those waiting for nothing else reply
-            k = w_head[j]
+            k = w.w_head[j]
             while k != NO_LINK:
-                r = node_r[k]
-                pending[r] -= 1
-                if pending[r] == 0:
-                    link_free = _reply(r, now, nbytes, rate, half_rtt, link_free, seq, rv_t,
-                                       rv_seq, rv_r, rv_head, rv_len)
+                r = w.node_r[k]
+                slot = w.node_slot[k]
+                w.pending[slot] -= 1
+                if w.pending[slot] == 0:
+                    link_free = _send(r, now, nbytes, rate, link_free)
+                    q = (rv_head + rv_len) % slots
+                    rv_t[q] = link_free + half_rtt
+                    rv_seq[q] = seq
+                    rv_r[q] = r
+                    rv_slot[q] = slot
                     rv_len += 1
                     seq += 1
                     idle_threads += 1
-                after = node_next[k]
-                node_next[k] = node_free
+                after = w.node_next[k]
+                w.node_next[k] = node_free
                 node_free = k
                 k = after
         # free threads take arrived READs in arrival order
         while idle_threads > 0 and nq_len > 0:
             r = nq[nq_head]
+            slot = nq_slot[nq_head]
             nq_head = (nq_head + 1) % slots
             nq_len -= 1
             idle_threads -= 1
-            t = now + cpu_s * ((nbytes[r] + rsize - 1) // rsize if nbytes[r] > rsize else 1)
-            # sorted by time; among equal times, scheduling order
-            p = cpu_len
-            while p > 0 and cpu_t[(cpu_head + p - 1) % slots] > t:
-                q = (cpu_head + p) % slots
-                w = (cpu_head + p - 1) % slots
-                cpu_t[q] = cpu_t[w]
-                cpu_seq[q] = cpu_seq[w]
-                cpu_r[q] = cpu_r[w]
-                p -= 1
-            q = (cpu_head + p) % slots
-            cpu_t[q] = t
-            cpu_seq[q] = seq
-            cpu_r[q] = r
+            _cpu_event(now + cpu_s * _rpcs(nbytes[r], rsize), seq, r, slot, cpu_t, cpu_seq,
+                       cpu_r, cpu_slot, cpu_head, cpu_len)
             cpu_len += 1
             seq += 1
         # an idle disk starts the next read of its queue
         if not disk_busy:
-            while dq_head < dq_tail and taken[dq[dq_head]]:
-                dq_head += 1
-            if dq_head < dq_tail:
-                j = _pick(dq, dq_head, dq_tail, taken, addr, head_addr, cscan)
-                taken[j] = True
-                idle[0] = now - disk_free_at
-                one_file[0] = op_file[j]
-                one_off[0] = op_off[j]
-                one_len[0] = op_len[j]
-                service_kernel(one_file, one_off, one_len, idle,
-                               ext_first, ext_base, extent_bytes, ip, fp, seek_d, seek_t,
-                               zone_start, zone_rate, dstate, out_s, out_f)
-                busy += out_s[0]
-                head_addr = addr[j] + op_len[j]
+            j, service, dq_head = _serve_next(d, dq_head, dq_tail, head_addr, cscan,
+                                              extent_bytes, now - disk_free_at)
+            if j >= 0:
+                busy += service
+                head_addr = d.addr[j] + op_len[j]
                 disk_busy = True
-                disk_t = now + out_s[0]
+                disk_t = now + service
                 disk_seq = seq
                 disk_op = j
                 seq += 1
     return busy, disk_free_at
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def _wait_for(j, r, w_head, w_tail, node_r, node_next, free):
-    """READ r waits for disk read j: a node from the free list into j's list of waiters,
-    kept in READ order (CPU events come nearly in READ order: almost always an append).
-    Returns the free list's new head."""
-    k = free
-    free = node_next[k]
-    node_r[k] = r
-    last = w_tail[j]
-    if last == NO_LINK:
-        node_next[k] = NO_LINK
-        w_head[j] = k
-        w_tail[j] = k
-    elif node_r[last] < r:
-        node_next[k] = NO_LINK
-        node_next[last] = k
-        w_tail[j] = k
-    else:
-        before = NO_LINK
-        at = w_head[j]
-        while node_r[at] < r:
-            before = at
-            at = node_next[at]
-        node_next[k] = at
-        if before == NO_LINK:
-            w_head[j] = k
-        else:
-            node_next[before] = k
-    return free
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def _reply(r, now, nbytes, rate, half_rtt, link_free, seq, rv_t, rv_seq, rv_r, rv_head,
-           rv_len):
-    """Send READ r's reply: on the wire after the replies before it, then half a round trip
-    to the client (queued as event ``seq``). Returns when the wire is free again."""
-    start = now if now > link_free else link_free
-    end = start + (nbytes[r] / rate if rate > 0 else 0.0)
-    q = (rv_head + rv_len) % rv_t.size
-    rv_t[q] = end + half_rtt
-    rv_seq[q] = seq
-    rv_r[q] = r
-    return end
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def _pick(dq, lo, hi, taken, addr, head_addr, cscan):
-    """The next disk read: the oldest in the queue (fifo), or the one at the lowest address
-    at or past the head, wrapping to the lowest address (cscan; ties: the oldest)."""
-    if not cscan:
-        return dq[lo]
-    best = -1
-    low = -1
-    for k in range(lo, hi):
-        j = dq[k]
-        if taken[j]:
-            continue
-        if addr[j] >= head_addr and (best < 0 or addr[j] < addr[best]):
-            best = j
-        if low < 0 or addr[j] < addr[low]:
-            low = j
-    return best if best >= 0 else low
