@@ -221,8 +221,9 @@ def _collect_latencies(issue, done, wanted, pool):
             k += 1
 
 
-def run(params: Params, inputs: TimingInputs) -> TimingResult:
-    """Simulate the replay's READs and disk reads under ``params``."""
+def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingResult:
+    """Simulate the replay's READs and disk reads under ``params``. ``exact``: every event
+    in the exact loop (the short loop gives the same result; this checks it)."""
     n = int(inputs.time_ns.size)
     i64 = np.int64
     op_req = np.ascontiguousarray(inputs.op_request, i64)
@@ -255,7 +256,7 @@ def run(params: Params, inputs: TimingInputs) -> TimingResult:
                     np.zeros(1, i64), np.zeros(1), np.zeros(1, np.uint8))
 
     ok = False
-    if params.nfsd >= slots:  # no READ ever waits for a thread: the short loop
+    if params.nfsd >= slots and not exact:  # no READ ever waits for a thread: the short loop
         busy, disk_end, ok = simulate(arrive, nbytes, i64(params.rsize), file, offset, op_req,
                                       op_sync, op_off, op_len, slots, half_rtt, rate, cpu_s,
                                       nfiles, cscan, ext, disk(), issue, done)
