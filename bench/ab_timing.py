@@ -14,6 +14,15 @@ one time: the tie order), think time from the trace, and few threads with multi-
 Reported: per spec, the largest relative difference over the cases of every timing column
 of the summary (``seqheur.metrics.TIMING_KEYS``), of every other summary column, and of the
 per-READ issue and completion times. Exit status 1 when any exceeds ``--rel`` (1e-9).
+
+    python bench/ab_timing.py --speed ROUNDS [--requests N] [--reps K]
+
+instead times the replay benchmark's configuration (``bench_replay.py``: ``full``, and
+``full+closed-loop`` with ``closed-loop:preset=paper-testbed``) on its stream of N READs
+(default 2 M): each round runs a child process of the base and one of this tree, in turns;
+each child warms up, then times ``full`` and ``full+closed-loop`` interleaved K times (CPU
+time of the thread). Reported per side: the medians and the ratio of the two rates (the
+benchmark's "timing adds <= 30 %" figure, target >= 1/1.3), from the same run.
 """
 
 from __future__ import annotations
@@ -82,6 +91,52 @@ def child(out: str, quick: bool) -> None:
     np.savez(out + ".npz", **arrays)
 
 
+def speed_child(out: str, n: int, reps: int) -> None:
+    """Time full and full+closed-loop replays interleaved; write the CPU seconds."""
+    import time
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_detect import make_stream
+
+    import seqheur
+    from seqheur.replay import observed_file_sizes
+
+    stream = make_stream(n)
+    sizes = observed_file_sizes(stream)
+    base = dict(detector="freebsd4", table="nfsheur:64x4", policy="freebsd4-cluster",
+                per_request=False, cache=256 << 20, profile="ide-7200", file_sizes=sizes)
+    configs = {"full": {}, "full+closed-loop": {"timing": "closed-loop:preset=paper-testbed"}}
+    for cfg in configs.values():  # warm-up: compiles, page faults
+        seqheur.replay(stream, **base, **cfg)
+    cpu: dict[str, list[float]] = {k: [] for k in configs}
+    for _ in range(reps):
+        for k, cfg in configs.items():
+            c = time.thread_time()
+            seqheur.replay(stream, **base, **cfg)
+            cpu[k].append(time.thread_time() - c)
+    Path(out).write_text(json.dumps(cpu))
+
+
+def speed(base_src: Path, rounds: int, n: int, reps: int, tmp: str) -> None:
+    cpu: dict[str, dict[str, list[float]]] = {"base": {}, "new": {}}
+    for r in range(rounds):
+        for side, src in (("base", base_src), ("new", ROOT / "src")):
+            path = str(Path(tmp) / f"speed-{side}-{r}.json")
+            env = dict(os.environ, PYTHONPATH=str(src))
+            subprocess.run([sys.executable, __file__, "--speed-child", path, "--requests",
+                            str(n), "--reps", str(reps)], env=env, check=True, cwd=tmp)
+            for k, v in json.loads(Path(path).read_text()).items():
+                cpu[side].setdefault(k, []).extend(v)
+    print(f"{n} READs, {rounds} rounds x {reps} interleaved reps per side; CPU seconds "
+          f"(median, min-max) and the rate of full+closed-loop over full's:")
+    for side, d in cpu.items():
+        full, timed = (np.asarray(d[k]) for k in ("full", "full+closed-loop"))
+        print(f"  {side:<5} full {np.median(full):.3f} ({full.min():.3f}-{full.max():.3f})  "
+              f"full+closed-loop {np.median(timed):.3f} ({timed.min():.3f}-{timed.max():.3f})"
+              f"  ratio {np.median(full) / np.median(timed):.3f}  timing adds "
+              f"{np.median(timed) - np.median(full):.3f} s")
+
+
 def rel_diff(a, b) -> float:
     if a is None or b is None:
         return 0.0 if a is b else math.inf
@@ -107,10 +162,17 @@ def main() -> int:
     ap.add_argument("--base", default=None, help="git revision (default: merge base with main)")
     ap.add_argument("--quick", action="store_true", help="smaller synthetic cases")
     ap.add_argument("--rel", type=float, default=1e-9, help="largest relative difference")
+    ap.add_argument("--speed", type=int, metavar="ROUNDS", help="time instead of compare")
+    ap.add_argument("--requests", type=int, default=2_000_000, help="READs (--speed)")
+    ap.add_argument("--reps", type=int, default=3, help="interleaved reps a child (--speed)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--speed-child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(args.child, args.quick)
+        return 0
+    if args.speed_child:
+        speed_child(args.speed_child, args.requests, args.reps)
         return 0
     base = args.base or subprocess.run(["git", "merge-base", "HEAD", "main"], cwd=ROOT,
                                        capture_output=True, text=True,
@@ -121,6 +183,9 @@ def main() -> int:
         archive = subprocess.run(["git", "archive", base, "src"], cwd=ROOT, check=True,
                                  capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+        if args.speed:
+            speed(tree / "src", args.speed, args.requests, args.reps, tmp)
+            return 0
         out = {}
         for side, src in (("base", tree / "src"), ("new", ROOT / "src")):
             path = str(Path(tmp) / f"{side}.json")

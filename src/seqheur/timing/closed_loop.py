@@ -154,15 +154,18 @@ class TimingResult:
 def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...]) -> list[float]:
     """``np.percentile((done - issue) * 1e3, q)`` (linear interpolation) without sorting or
     partitioning every latency: one pass counts them in buckets that keep their order (16 per
-    power of two), a second collects the few buckets holding the wanted ranks, and only
-    those are partitioned. Exact: the same order statistics, interpolated as numpy does."""
+    power of two) with each bucket's least and greatest; a rank in a bucket of one value is
+    that value, and only the other buckets holding a wanted rank are collected (a second
+    pass) and partitioned. Exact: the same order statistics, interpolated as numpy does."""
     n = int(done.size)
     if n == 0:
         return [float("nan")] * len(q)
     issue = np.ascontiguousarray(issue, np.float64)
     done = np.ascontiguousarray(done, np.float64)
     hist = np.zeros(_LAT_BUCKETS, np.int64)
-    if not _latency_buckets(issue, done, hist):  # an infinite or NaN latency: numpy's way
+    least = np.full(_LAT_BUCKETS, np.inf)
+    most = np.full(_LAT_BUCKETS, -np.inf)
+    if not _latency_buckets(issue, done, hist, least, most):  # infinite or NaN: numpy's way
         return [float(x) for x in np.percentile((done - issue) * 1e3, q)]
     below = np.cumsum(hist) - hist  # latencies in lower buckets
     qs = np.true_divide(np.asarray(q, np.float64), 100)
@@ -171,15 +174,18 @@ def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...
     hi = np.minimum(lo + 1, n - 1)
     ranks = np.unique(np.concatenate([lo, hi]))
     buckets = np.searchsorted(below + hist, ranks, side="right")  # the bucket of each rank
+    value = {int(k): float(least[b]) for k, b in zip(ranks, buckets) if least[b] == most[b]}
     wanted = np.zeros(_LAT_BUCKETS, np.bool_)
-    wanted[buckets] = True
-    # a rank's place among the collected latencies: minus those in lower buckets not taken
-    skipped = np.cumsum(np.where(wanted, 0, hist)) - np.where(wanted, 0, hist)
-    pool = np.empty(int(hist[wanted].sum()), np.float64)
-    _collect_latencies(issue, done, wanted, pool)
-    local = ranks - skipped[buckets]
-    part = np.partition(pool, local)
-    value = dict(zip(ranks.tolist(), part[local]))
+    wanted[[b for k, b in zip(ranks, buckets) if int(k) not in value]] = True
+    if wanted.any():
+        # a rank's place among the collected latencies: minus those in buckets not taken
+        skipped = np.cumsum(np.where(wanted, 0, hist)) - np.where(wanted, 0, hist)
+        pool = np.empty(int(hist[wanted].sum()), np.float64)
+        _collect_latencies(issue, done, wanted, pool)
+        todo = [(int(k), b) for k, b in zip(ranks, buckets) if int(k) not in value]
+        local = np.array([k - skipped[b] for k, b in todo], np.int64)
+        part = np.partition(pool, local)
+        value.update({k: float(x) for (k, _), x in zip(todo, part[local])})
     a = np.array([value[k] for k in lo.tolist()])
     b = np.array([value[k] for k in hi.tolist()])
     gamma = v - lo
@@ -192,10 +198,11 @@ _LAT_BUCKETS = 1 << 16
 
 
 @njit(cache=True, nogil=True)
-def _latency_buckets(issue, done, hist):
-    """Count the latencies (ms) per bucket; False (counting stopped) at one not finite.
-    The bucket is the top 16 bits of the float (sign, exponent, 4 bits of mantissa): for
-    latencies >= 0 it never decreases with the latency, 16 buckets per power of two."""
+def _latency_buckets(issue, done, hist, least, most):
+    """Count the latencies (ms) per bucket, with each bucket's least and greatest; False
+    (counting stopped) at one not finite. The bucket is the top 16 bits of the float (sign,
+    exponent, 4 bits of mantissa): for latencies >= 0 it never decreases with the latency,
+    16 buckets per power of two."""
     word = np.zeros(1)
     bits = word.view(np.uint64)
     for i in range(done.size):
@@ -203,7 +210,12 @@ def _latency_buckets(issue, done, hist):
         if not lat < np.inf or lat != lat:  # NaN or infinite
             return False
         word[0] = lat if lat > 0.0 else 0.0  # no -0.0 or negative latency: a bucket >= 0
-        hist[bits[0] >> 48] += 1
+        b = bits[0] >> 48
+        hist[b] += 1
+        if lat < least[b]:
+            least[b] = lat
+        if lat > most[b]:
+            most[b] = lat
     return True
 
 
@@ -472,21 +484,30 @@ def _send(r, now, nbytes, rate, link_free):
 def _cpu_event(t, s, r, slot, cpu_t, cpu_seq, cpu_r, cpu_slot, head, length):
     """Queue the CPU event of READ r (in ``slot``) at time t (sequence s) in the ring of CPU
     events, sorted by time; among equal times after the ones queued before."""
-    cap = cpu_t.size
+    mask = cpu_t.size - 1  # a power of 2
     p = length
-    while p > 0 and cpu_t[(head + p - 1) % cap] > t:
-        q = (head + p) % cap
-        w = (head + p - 1) % cap
+    while p > 0 and cpu_t[(head + p - 1) & mask] > t:
+        q = (head + p) & mask
+        w = (head + p - 1) & mask
         cpu_t[q] = cpu_t[w]
         cpu_seq[q] = cpu_seq[w]
         cpu_r[q] = cpu_r[w]
         cpu_slot[q] = cpu_slot[w]
         p -= 1
-    q = (head + p) % cap
+    q = (head + p) & mask
     cpu_t[q] = t
     cpu_seq[q] = s
     cpu_r[q] = r
     cpu_slot[q] = slot
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _ring_size(slots):
+    """The least power of 2 >= slots: ring buffers indexed with a mask, not a division."""
+    ring = 1
+    while ring < slots:
+        ring *= 2
+    return ring
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -575,6 +596,8 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
     m = op_off.size
     think = arrive.size > 0
     w = new_waits(op_req, nfiles, slots)
+    ring = _ring_size(slots)  # queues of at most slots events, indexed modulo a power of 2
+    mask = ring - 1
     node_free = 0
     op_ptr = 0
     # slot numbers free for the next READs (a stack): a READ's is free once it replies
@@ -582,15 +605,15 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
     nfree = slots
     # client: READ y takes the slot freed by the (y - slots)-th reply to arrive (the first
     # slots READs: free at 0); replies arrive in the order they are sent
-    free_at = np.zeros(slots)  # for READ y at y % slots, once known
+    free_at = np.zeros(ring)  # for READ y at y & mask, once known
     known = slots  # READs [0, known) have their slot's time
     nxt = 0
     last_issue = 0.0
     # CPU events, sorted by time
-    cpu_t = np.empty(slots)
-    cpu_r = np.empty(slots, np.int64)
-    cpu_slot = np.empty(slots, np.int64)
-    no_seq = np.empty(slots, np.int64)  # CPU events of this loop have no sequence numbers
+    cpu_t = np.empty(ring)
+    cpu_r = np.empty(ring, np.int64)
+    cpu_slot = np.empty(ring, np.int64)
+    no_seq = np.empty(ring, np.int64)  # CPU events of this loop have no sequence numbers
     cpu_head = 0
     cpu_len = 0
     link_free = 0.0
@@ -607,7 +630,7 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
         # and the READ before; it reaches the server half a round trip later and has its
         # thread at once
         while nxt < known and nxt < n:
-            t = free_at[nxt % slots]
+            t = free_at[nxt & mask]
             if think and arrive[nxt] > t:
                 t = arrive[nxt]
             if last_issue > t:
@@ -618,8 +641,8 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
             slot = free_slot[nfree]
             op_ptr = _issued(nxt, slot, file, op_req, d.op_file, op_ptr, w)
             t = (t + half_rtt) + cpu_s * _rpcs(nbytes[nxt], rsize)
-            q = (cpu_head + cpu_len) % slots
-            if cpu_len == 0 or cpu_t[(q + slots - 1) % slots] <= t:  # in time order: append
+            q = (cpu_head + cpu_len) & mask
+            if cpu_len == 0 or cpu_t[(q - 1) & mask] <= t:  # in time order: append
                 cpu_t[q] = t
                 cpu_r[q] = nxt
                 cpu_slot[q] = slot
@@ -639,14 +662,14 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
             now = cpu_t[cpu_head]
             x = cpu_r[cpu_head]
             slot = cpu_slot[cpu_head]
-            cpu_head = (cpu_head + 1) % slots
+            cpu_head = (cpu_head + 1) & mask
             cpu_len -= 1
             dq_tail, node_free = _server_has(x, slot, file, offset, nbytes, op_sync, op_off,
                                              op_len, d.dq, dq_tail, w, node_free)
             if w.pending[slot] == 0:
                 link_free = _send(x, now, nbytes, rate, link_free)
                 done[x] = link_free + half_rtt
-                free_at[known % slots] = done[x]
+                free_at[known & mask] = done[x]
                 known += 1
                 free_slot[nfree] = slot
                 nfree += 1
@@ -665,7 +688,7 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
                 if w.pending[slot] == 0:
                     link_free = _send(r, now, nbytes, rate, link_free)
                     done[r] = link_free + half_rtt
-                    free_at[known % slots] = done[r]
+                    free_at[known & mask] = done[r]
                     known += 1
                     free_slot[nfree] = slot
                     nfree += 1
@@ -695,6 +718,8 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
     n = nbytes.size
     think = arrive.size > 0
     w = new_waits(op_req, nfiles, slots)
+    ring = _ring_size(slots)  # queues of at most slots events, indexed modulo a power of 2
+    mask = ring - 1
     node_free = 0
     op_ptr = 0
     # slot numbers free for the next READs (a stack): a READ's is free once its reply arrives
@@ -710,26 +735,26 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
     seq += 1
     # network to the server: READs [arr_head, nxt) on their way, sequence numbers by READ
     arr_head = 0
-    arr_seq = np.empty(slots, np.int64)
-    arr_slot = np.empty(slots, np.int64)
+    arr_seq = np.empty(ring, np.int64)
+    arr_slot = np.empty(ring, np.int64)
     # server: READs waiting for a thread (FIFO ring); CPU events sorted by time
-    nq = np.empty(slots, np.int64)
-    nq_slot = np.empty(slots, np.int64)
+    nq = np.empty(ring, np.int64)
+    nq_slot = np.empty(ring, np.int64)
     nq_head = 0
     nq_len = 0
     idle_threads = nfsd
-    cpu_t = np.empty(slots)
-    cpu_seq = np.empty(slots, np.int64)
-    cpu_r = np.empty(slots, np.int64)
-    cpu_slot = np.empty(slots, np.int64)
+    cpu_t = np.empty(ring)
+    cpu_seq = np.empty(ring, np.int64)
+    cpu_r = np.empty(ring, np.int64)
+    cpu_slot = np.empty(ring, np.int64)
     cpu_head = 0
     cpu_len = 0
     # the wire: replies in the order sent (ring)
     link_free = 0.0
-    rv_t = np.empty(slots)
-    rv_seq = np.empty(slots, np.int64)
-    rv_r = np.empty(slots, np.int64)
-    rv_slot = np.empty(slots, np.int64)
+    rv_t = np.empty(ring)
+    rv_seq = np.empty(ring, np.int64)
+    rv_r = np.empty(ring, np.int64)
+    rv_slot = np.empty(ring, np.int64)
     rv_head = 0
     rv_len = 0
     # disk
@@ -754,7 +779,7 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
             best_seq = try_seq
         if arr_head < nxt:
             t = issue[arr_head] + half_rtt
-            s = arr_seq[arr_head % slots]
+            s = arr_seq[arr_head & mask]
             if kind == EV_NONE or t < now or (t == now and s < best_seq):
                 kind = EV_ARRIVE
                 now = t
@@ -788,7 +813,7 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
                 done[rv_r[rv_head]] = now
                 free_slot[nfree] = rv_slot[rv_head]
                 nfree += 1
-                rv_head = (rv_head + 1) % slots
+                rv_head = (rv_head + 1) & mask
                 rv_len -= 1
                 free_slots += 1
             # issue READs in trace order while a slot is free and their time has come
@@ -801,30 +826,30 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
                         seq += 1
                     break
                 issue[nxt] = now
-                arr_seq[nxt % slots] = seq
+                arr_seq[nxt & mask] = seq
                 seq += 1
                 nfree -= 1
-                arr_slot[nxt % slots] = free_slot[nfree]
+                arr_slot[nxt & mask] = free_slot[nfree]
                 op_ptr = _issued(nxt, free_slot[nfree], file, op_req, d.op_file, op_ptr, w)
                 free_slots -= 1
                 nxt += 1
             continue
 
         if kind == EV_ARRIVE:
-            nq[(nq_head + nq_len) % slots] = arr_head
-            nq_slot[(nq_head + nq_len) % slots] = arr_slot[arr_head % slots]
+            nq[(nq_head + nq_len) & mask] = arr_head
+            nq_slot[(nq_head + nq_len) & mask] = arr_slot[arr_head & mask]
             nq_len += 1
             arr_head += 1
         elif kind == EV_CPU:
             x = cpu_r[cpu_head]
             slot = cpu_slot[cpu_head]
-            cpu_head = (cpu_head + 1) % slots
+            cpu_head = (cpu_head + 1) & mask
             cpu_len -= 1
             dq_tail, node_free = _server_has(x, slot, file, offset, nbytes, op_sync, op_off,
                                              op_len, d.dq, dq_tail, w, node_free)
             if w.pending[slot] == 0:
                 link_free = _send(x, now, nbytes, rate, link_free)
-                q = (rv_head + rv_len) % slots
+                q = (rv_head + rv_len) & mask
                 rv_t[q] = link_free + half_rtt
                 rv_seq[q] = seq
                 rv_r[q] = x
@@ -845,7 +870,7 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
                 w.pending[slot] -= 1
                 if w.pending[slot] == 0:
                     link_free = _send(r, now, nbytes, rate, link_free)
-                    q = (rv_head + rv_len) % slots
+                    q = (rv_head + rv_len) & mask
                     rv_t[q] = link_free + half_rtt
                     rv_seq[q] = seq
                     rv_r[q] = r
@@ -861,7 +886,7 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
         while idle_threads > 0 and nq_len > 0:
             r = nq[nq_head]
             slot = nq_slot[nq_head]
-            nq_head = (nq_head + 1) % slots
+            nq_head = (nq_head + 1) & mask
             nq_len -= 1
             idle_threads -= 1
             _cpu_event(now + cpu_s * _rpcs(nbytes[r], rsize), seq, r, slot, cpu_t, cpu_seq,
