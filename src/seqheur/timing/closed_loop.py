@@ -262,7 +262,7 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
 
     def disk() -> Disk:
         m = op_file.size
-        return Disk(np.empty(m, i64), np.zeros(m, np.bool_), addr, op_file, op_off, op_len,
+        return Disk(np.empty(m, i64), np.empty(m, i64), addr, op_file, op_off, op_len,
                     place.ext_first, place.ext_base, *inputs.disk.kernel_args(),
                     inputs.disk.new_state(), np.zeros(1), np.zeros(1, i64), np.zeros(1, i64),
                     np.zeros(1, i64), np.zeros(1), np.zeros(1, np.uint8))
@@ -396,17 +396,16 @@ def _issued(x, slot, file, op_req, op_file, op_ptr, w):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _server_has(x, slot, file, offset, nbytes, op_sync, op_off, op_len, dq, dq_tail, w,
-                free):
-    """READ x's CPU work is done: its disk reads enter the queue (from ``dq_tail``), and it
-    waits for its demand reads and for earlier reads of its bytes not yet done (among the
-    last LOOKBACK of its file). Sets ``w.pending[slot]``; returns the queue's new tail and
+def _server_has(x, slot, file, offset, nbytes, op_sync, op_off, op_len, d, dq_tail, cscan,
+                w, free):
+    """READ x's CPU work is done: its disk reads enter the queue (``dq_tail``: its end), and
+    it waits for its demand reads and for earlier reads of its bytes not yet done (among the
+    last LOOKBACK of its file). Sets ``w.pending[slot]``; returns the queue's new end and
     the node pool's free list."""
     cnt = 0
     lo = w.op_lo[slot]
     for j in range(lo, w.op_hi[slot]):
-        dq[dq_tail] = j
-        dq_tail += 1
+        dq_tail = _enqueue(d, j, dq_tail, cscan)
         if op_sync[j] != 0:
             cnt += 1
             free = _wait_for(j, x, slot, w, free)
@@ -516,32 +515,14 @@ def _rpcs(nbytes, rsize):
     return (nbytes + rsize - 1) // rsize if nbytes > rsize else 1
 
 
-@njit(cache=True, nogil=True, _nrt=False)
-def _pick(dq, lo, hi, taken, addr, head_addr, cscan):
-    """The next disk read: the oldest in the queue (fifo), or the one at the lowest address
-    at or past the head, wrapping to the lowest address (cscan; ties: the oldest)."""
-    if not cscan:
-        return dq[lo]
-    best = -1
-    low = -1
-    for k in range(lo, hi):
-        j = dq[k]
-        if taken[j]:
-            continue
-        if addr[j] >= head_addr and (best < 0 or addr[j] < addr[best]):
-            best = j
-        if low < 0 or addr[j] < addr[low]:
-            low = j
-    return best if best >= 0 else low
-
-
 class Disk(NamedTuple):
-    """The disk queue and the drive: reads in arrival order (``dq``, those ``taken`` already
-    served or in service), the drive model's arrays and state, and one-read buffers for
+    """The disk queue and the drive: the queued reads (``fifo``: ``dq[head:tail]`` in
+    arrival order; ``cscan``: ``dq[:tail]`` sorted by address, then arrival, with their
+    addresses in ``qaddr``), the drive model's arrays and state, and one-read buffers for
     calls into it."""
 
     dq: np.ndarray  # int64[m]
-    taken: np.ndarray  # bool[m]
+    qaddr: np.ndarray  # int64[m]
     addr: np.ndarray  # int64[m]: byte address where each read starts
     op_file: np.ndarray
     op_off: np.ndarray
@@ -563,17 +544,58 @@ class Disk(NamedTuple):
     out_f: np.ndarray  # uint8[1]: its flags
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def _enqueue(d, j, tail, cscan):
+    """Disk read j enters the queue; returns the queue's new end. ``cscan``: after the
+    reads at its address or below (binary search), so equal addresses keep arrival order."""
+    if not cscan:
+        d.dq[tail] = j
+        return tail + 1
+    a = d.addr[j]
+    lo = 0
+    hi = tail
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if d.qaddr[mid] <= a:
+            lo = mid + 1
+        else:
+            hi = mid
+    for k in range(tail, lo, -1):
+        d.dq[k] = d.dq[k - 1]
+        d.qaddr[k] = d.qaddr[k - 1]
+    d.dq[lo] = j
+    d.qaddr[lo] = a
+    return tail + 1
+
+
 @njit(nogil=True, _nrt=False)  # cached by the replay, keyed by sources: calls the drive model
 def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, idle_s):
-    """The idle disk takes the next read of its queue ``[head, tail)`` after ``idle_s``
-    seconds idle and serves it with the drive model. Returns the read (-1: the queue is
-    empty), its service time and the queue's new head."""
-    while head < tail and d.taken[d.dq[head]]:
-        head += 1
+    """The idle disk takes the next read of its queue after ``idle_s`` seconds idle and
+    serves it with the drive model: the oldest (fifo), or the one at the lowest address at
+    or past the head, wrapping to the lowest address (cscan; among equal addresses the
+    oldest). Returns the read (-1: the queue is empty), its service time and the queue's
+    new head and end."""
     if head == tail:
-        return -1, 0.0, head
-    j = _pick(d.dq, head, tail, d.taken, d.addr, head_addr, cscan)
-    d.taken[j] = True
+        return -1, 0.0, head, tail
+    if cscan:
+        lo = 0
+        hi = tail
+        while lo < hi:  # the first read at or past the head
+            mid = (lo + hi) >> 1
+            if d.qaddr[mid] < head_addr:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo == tail:
+            lo = 0
+        j = d.dq[lo]
+        for k in range(lo, tail - 1):
+            d.dq[k] = d.dq[k + 1]
+            d.qaddr[k] = d.qaddr[k + 1]
+        tail -= 1
+    else:
+        j = d.dq[head]
+        head += 1
     d.idle[0] = idle_s
     d.one_file[0] = d.op_file[j]
     d.one_off[0] = d.op_off[j]
@@ -581,7 +603,7 @@ def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, idle_s):
     service_kernel(d.one_file, d.one_off, d.one_len, d.idle, d.ext_first, d.ext_base,
                    extent_bytes, d.ip, d.fp, d.seek_d, d.seek_t, d.zone_start, d.zone_rate,
                    d.dstate, d.out_s, d.out_f)
-    return j, d.out_s[0], head
+    return j, d.out_s[0], head, tail
 
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
@@ -665,7 +687,7 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
             cpu_head = (cpu_head + 1) & mask
             cpu_len -= 1
             dq_tail, node_free = _server_has(x, slot, file, offset, nbytes, op_sync, op_off,
-                                             op_len, d.dq, dq_tail, w, node_free)
+                                             op_len, d, dq_tail, cscan, w, node_free)
             if w.pending[slot] == 0:
                 link_free = _send(x, now, nbytes, rate, link_free)
                 done[x] = link_free + half_rtt
@@ -697,8 +719,8 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
                 node_free = k
                 k = after
         if not disk_busy:
-            j, service, dq_head = _serve_next(d, dq_head, dq_tail, head_addr, cscan,
-                                              extent_bytes, now - disk_free_at)
+            j, service, dq_head, dq_tail = _serve_next(d, dq_head, dq_tail, head_addr, cscan,
+                                                       extent_bytes, now - disk_free_at)
             if j >= 0:
                 busy += service
                 head_addr = d.addr[j] + op_len[j]
@@ -846,7 +868,7 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
             cpu_head = (cpu_head + 1) & mask
             cpu_len -= 1
             dq_tail, node_free = _server_has(x, slot, file, offset, nbytes, op_sync, op_off,
-                                             op_len, d.dq, dq_tail, w, node_free)
+                                             op_len, d, dq_tail, cscan, w, node_free)
             if w.pending[slot] == 0:
                 link_free = _send(x, now, nbytes, rate, link_free)
                 q = (rv_head + rv_len) & mask
@@ -895,8 +917,8 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
             seq += 1
         # an idle disk starts the next read of its queue
         if not disk_busy:
-            j, service, dq_head = _serve_next(d, dq_head, dq_tail, head_addr, cscan,
-                                              extent_bytes, now - disk_free_at)
+            j, service, dq_head, dq_tail = _serve_next(d, dq_head, dq_tail, head_addr, cscan,
+                                                       extent_bytes, now - disk_free_at)
             if j >= 0:
                 busy += service
                 head_addr = d.addr[j] + op_len[j]
