@@ -209,6 +209,17 @@ def _max_end(file, offset, count, out):
 
 
 @njit(cache=True, nogil=True)
+def _first_clipped(file, offset, count, fsize):
+    """The first READ that the end of its file clips (``fsize`` -1: unknown, not clipped);
+    the number of READs when none is."""
+    for i in range(file.shape[0]):
+        eof = fsize[file[i]]
+        if eof >= 0 and eof - offset[i] < count[i]:
+            return i
+    return file.shape[0]
+
+
+@njit(cache=True, nogil=True)
 def _clipped_bytes(file, offset, count, fsize, out):
     """The bytes each READ gets: ``count`` clipped at the end of its file (``fsize`` -1:
     unknown, not clipped)."""
@@ -488,8 +499,10 @@ class Replayer:
 
         file, offset, count = (cat(self._t_reqs, k) for k in (1, 2, 3))
         # the bytes each READ gets: clipped at the end of file as the replay clipped it
-        nbytes = np.empty(file.size, np.int64)
-        _clipped_bytes(file, offset, count, self.world.fsize, nbytes)
+        nbytes = count  # no READ clipped (the usual case): the counts, not a copy
+        if _first_clipped(file, offset, count, self.world.fsize) < file.size:
+            nbytes = np.empty(file.size, np.int64)
+            _clipped_bytes(file, offset, count, self.world.fsize, nbytes)
         return TimingInputs(cat(self._t_reqs, 0), file, offset, nbytes,
                             *(cat(self._t_ops, k) for k in range(5)),
                             disk=self.disk, place=self.place)

@@ -113,7 +113,7 @@ class TimingInputs:
     time_ns: np.ndarray
     file: np.ndarray
     offset: np.ndarray
-    nbytes: np.ndarray
+    nbytes: np.ndarray  # any integer type
     op_request: np.ndarray
     op_sync: np.ndarray
     op_file: np.ndarray
@@ -243,7 +243,7 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
     op_off = np.ascontiguousarray(inputs.op_offset, i64)
     op_len = np.ascontiguousarray(inputs.op_length, i64)
     op_sync = np.ascontiguousarray(inputs.op_sync, i64)
-    nbytes = np.ascontiguousarray(inputs.nbytes, i64)
+    nbytes = np.ascontiguousarray(inputs.nbytes)  # any integer type: no copy to int64
     file = np.ascontiguousarray(inputs.file)
     offset = np.ascontiguousarray(inputs.offset, i64)
     t = np.ascontiguousarray(inputs.time_ns, i64)
