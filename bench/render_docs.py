@@ -102,7 +102,8 @@ kernels; sampling starts after the warm-up). What it found so far, and what was 
   revision and this one in turns, `full` and `full+closed-loop` interleaved, CPU-time
   medians of 9): before, `full` 0.165 s and `full+closed-loop` 1.232 s (ratio 0.134); after,
   0.161 s and 0.293 s (ratio 0.549): the model adds 0.13 s instead of 1.07 s, with results
-  identical to the last bit (`bench/ab_timing.py`, docs/timing.md "Speed"). What changed: the
+  identical to the last bit (`bench/ab_timing.py`, docs/timing.md "Speed");
+  `bench/bench_replay.py --quick --reps 3` after the change: 0.567. What changed: the
   heap of (time, sequence) tuples became one queue per kind of event (each kind is scheduled
   in time order, so the next event is the least of five heads: the same order); the reads a
   READ waits for are found at its CPU event among its file's reads still in flight, not by a
