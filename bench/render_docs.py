@@ -98,6 +98,31 @@ kernels; sampling starts after the warm-up). What it found so far, and what was 
   would need the exact per-block LRU itself to get ~2x faster than this kernel, which the
   designs tried (per-field arrays, one record per entry, a log-structured LRU, chunked lookup)
   did not approach.
+* Session 5, the closed-loop timing model (target: it adds at most 30 % to the full replay;
+  the replay section's figure "full + closed-loop timing against full"). Measured 2026-11-26
+  with `bench/ab_timing.py --speed 3` (2 M READs of the replay benchmark's stream, base
+  revision and this one in turns, `full` and `full+closed-loop` interleaved, CPU-time
+  medians of 9): before, `full` 0.165 s and `full+closed-loop` 1.232 s (ratio 0.134); after,
+  0.161 s and 0.293 s (ratio 0.549): the model adds 0.13 s instead of 1.07 s, with results
+  identical to the last bit (`bench/ab_timing.py`, docs/timing.md "Speed");
+  `bench/bench_replay.py --quick --reps 3` after the change: 0.567. What changed: the
+  heap of (time, sequence) tuples became one queue per kind of event (each kind is scheduled
+  in time order, so the next event is the least of five heads: the same order); the reads a
+  READ waits for are found at its CPU event among its file's reads still in flight, not by a
+  32-read look-back for every READ into index arrays and their inverse (0.33 s); with at
+  least as many nfsd threads as client slots a short loop of CPU and disk events only (1.2
+  events a READ instead of 3.2; it hands over to the exact loop at a tie between the two);
+  per-READ state by slot number; ring buffers indexed with a mask; the cscan queue kept
+  sorted by address instead of scanned for every read (the model alone: 0.123 -> 0.102 s,
+  fastest of 7); helpers that
+  do not reference-count their arrays; latency percentiles from bucket counts. What is left
+  (perf): the drive model for the 332 k disk reads, one at a time with the idle time before
+  each (25-30 ms), the events of READs that wait for a read in flight, fresh pages for the
+  per-READ results, and the percentiles (~20 ms on this trace, where 72 % of the latencies
+  lie within 4 % of one value). Tried and dropped (no measurable change): 32-bit per-read
+  bookkeeping, allocating the bookkeeping with numpy instead of inside the kernel, counting
+  distinct latencies in a hash table instead of partitioning the bucket. The 30 % budget is
+  ~45 ms for these 2 M READs here, less than the drive model's pass and the results' memory.
 """
 
 ORDER = ["detect", "replay", "engine_ab", "pcap", "nfsdump", "stats", "disk", "sweep", "tune", "cli", "scaling"]

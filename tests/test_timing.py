@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from floatcmp import SUMMARY_REL
 from seqheur import metrics as M
 from seqheur import options as O
 from seqheur.errors import SeqheurError, SpecError
@@ -307,3 +308,81 @@ def test_summary_after_more_feeding_times_everything_fed():
     first = rp.summary()["e2e_seconds"]
     rp.feed(s.slice(32, 64))
     assert rp.summary()["e2e_seconds"] > first
+
+
+# --------------------------------------------------------------------------------------------
+# the short event loop against the exact one; latency percentiles against numpy
+
+
+def _inputs(s: ReadStream, spec: str, policy: str, profile: str):
+    from seqheur.replay import Replayer
+
+    rp = Replayer(s.file_ids, detector="freebsd4", table="freebsd4", policy=policy,
+                  profile=profile, file_sizes=observed_file_sizes(s), per_request=False,
+                  timing=spec)
+    rp.feed(s)
+    return rp.timing_inputs(), rp.timing.params
+
+
+@settings(max_examples=30, deadline=None)
+@given(s=streams(max_n=80), policy=st.sampled_from(["auto", "none", "fixed:4"]),
+       profile=st.sampled_from(["ide-7200", "scsi-10k:drive_cache=false"]),
+       slots=st.integers(1, 6), extra=st.integers(0, 3),
+       rtt=st.sampled_from([0, 37.5, 500]), cpu=st.sampled_from([0, 20, 300]),
+       link=st.sampled_from([0, 54, 125]), rsize=st.sampled_from([4096, 1048576]),
+       think=st.sampled_from(["none", "trace"]), scheduler=st.sampled_from(["fifo", "cscan"]))
+def test_the_short_loop_is_the_exact_loop(s, policy, profile, slots, extra, rtt, cpu, link,
+                                          rsize, think, scheduler) -> None:
+    """With at least as many nfsd threads as slots the model runs a loop of CPU and disk
+    events only (arrivals and replies computed when known), or the exact loop when a CPU
+    event and the disk's fall at one time; either way it must give what the loop of every
+    event gives."""
+    from seqheur.timing import closed_loop as CL
+
+    spec = (f"closed-loop:slots={slots}:nfsd={slots + extra}:rtt_us={rtt}:cpu_us={cpu}:"
+            f"link_mbps={link}:rsize={rsize}:think={think}:scheduler={scheduler}")
+    inputs, params = _inputs(s, spec, policy, profile)
+    short = CL.run(params, inputs)
+    full = CL.run(params, inputs, exact=True)
+    # the same events in the same order: equal to rounding (tests/floatcmp.py SUMMARY_REL)
+    for a, b in ((short.issue_s, full.issue_s), (short.done_s, full.done_s)):
+        np.testing.assert_allclose(a, b, rtol=SUMMARY_REL, atol=1e-12)
+    assert short.disk_busy_s == pytest.approx(full.disk_busy_s, rel=SUMMARY_REL, abs=1e-12)
+    assert short.disk_end_s == pytest.approx(full.disk_end_s, rel=SUMMARY_REL, abs=1e-12)
+
+
+@pytest.mark.parametrize("spec", ["closed-loop", "closed-loop:preset=paper-testbed",
+                                  "closed-loop:preset=lab-loopback:think=trace"])
+def test_the_short_loop_runs_on_the_demo_trace(spec, monkeypatch) -> None:
+    """The short loop gives up only at a tie between a CPU event and the disk's, which the
+    demo trace under the presets and the defaults does not have: the exact loop never runs."""
+    from seqheur.demo import bundled_trace
+    from seqheur.timing import closed_loop as CL
+
+    def refuse(*args):
+        raise AssertionError("the exact loop ran")
+
+    monkeypatch.setattr(CL, "simulate_exact", refuse)
+    assert replay(bundled_trace(), per_request=False, timing=spec)["e2e_seconds"] > 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(0, 400), seed=st.integers(0, 2 ** 16),
+       kind=st.sampled_from(["spread", "equal", "few", "wide", "zeros"]))
+def test_latency_percentiles_are_numpys(n, seed, kind) -> None:
+    from seqheur.timing.closed_loop import latency_percentiles
+
+    rng = np.random.default_rng(seed)
+    issue = np.cumsum(rng.random(n))
+    lat = {"spread": rng.exponential(0.01, n), "equal": np.full(n, 0.004),
+           "few": rng.integers(0, 3, n) * 1e-3, "wide": rng.lognormal(-6, 4, n),
+           "zeros": np.zeros(n)}[kind]
+    done = issue + lat
+    q = (50, 95, 99, 0, 100, 33.3)
+    ours = latency_percentiles(issue, done, q)
+    if n == 0:
+        assert all(np.isnan(ours))
+        return
+    # the same order statistics interpolated the same way: equal to rounding
+    np.testing.assert_allclose(ours, np.percentile((done - issue) * 1e3, q), rtol=1e-12,
+                               atol=0)

@@ -208,6 +208,29 @@ def _max_end(file, offset, count, out):
             out[file[i]] = e
 
 
+@njit(cache=True, nogil=True)
+def _first_clipped(file, offset, count, fsize):
+    """The first READ that the end of its file clips (``fsize`` -1: unknown, not clipped);
+    the number of READs when none is."""
+    for i in range(file.shape[0]):
+        eof = fsize[file[i]]
+        if eof >= 0 and eof - offset[i] < count[i]:
+            return i
+    return file.shape[0]
+
+
+@njit(cache=True, nogil=True)
+def _clipped_bytes(file, offset, count, fsize, out):
+    """The bytes each READ gets: ``count`` clipped at the end of its file (``fsize`` -1:
+    unknown, not clipped)."""
+    for i in range(file.shape[0]):
+        eof = fsize[file[i]]
+        c = np.int64(count[i])
+        if eof >= 0:
+            c = min(max(eof - offset[i], 0), c)
+        out[i] = c
+
+
 class Replayer:
     """Replay state carried across chunks of one trace (see module docstring).
 
@@ -453,24 +476,36 @@ class Replayer:
         """Run the timing model over everything fed so far (once; None without a model)."""
         if self.timing is None:
             return None
-        self._flush()
         if self._timing_result is None:
-            from .timing.closed_loop import TimingInputs
-
-            def cat(parts: list[tuple[np.ndarray, ...]], k: int) -> np.ndarray:
-                if not parts:
-                    return np.zeros(0, np.int64)
-                return np.concatenate([p[k] for p in parts]).astype(np.int64, copy=False)
-
-            file, offset, count = (cat(self._t_reqs, k) for k in (1, 2, 3))
-            eof = self.world.fsize[file] if file.size else np.zeros(0, np.int64)
-            # the bytes each READ gets: clipped at the end of file as the replay clipped it
-            nbytes = np.where(eof >= 0, np.clip(eof - offset, 0, count), count)
-            inputs = TimingInputs(cat(self._t_reqs, 0), file, offset, nbytes,
-                                  *(cat(self._t_ops, k) for k in range(5)),
-                                  disk=self.disk, place=self.place)
-            self._timing_result = self.timing.entry.impl(self.timing.params, inputs)
+            self._timing_result = self.timing.entry.impl(self.timing.params,
+                                                         self.timing_inputs())
         return self._timing_result
+
+    def timing_inputs(self) -> Any:
+        """What the timing model is given: every READ fed so far and every disk read
+        (:class:`seqheur.timing.closed_loop.TimingInputs`; needs a timing model)."""
+        from .timing.closed_loop import TimingInputs
+
+        if self.timing is None:
+            raise SeqheurError("this replay has no timing model (timing=None or disk-only)")
+        self._flush()
+
+        def cat(parts: list[tuple[np.ndarray, ...]], k: int) -> np.ndarray:
+            if not parts:
+                return np.zeros(0, np.int64)
+            if len(parts) == 1:  # one feed: its arrays as they are (a copy of 2 M is ms)
+                return parts[0][k]
+            return np.concatenate([p[k] for p in parts])
+
+        file, offset, count = (cat(self._t_reqs, k) for k in (1, 2, 3))
+        # the bytes each READ gets: clipped at the end of file as the replay clipped it
+        nbytes = count  # no READ clipped (the usual case): the counts, not a copy
+        if _first_clipped(file, offset, count, self.world.fsize) < file.size:
+            nbytes = np.empty(file.size, np.int64)
+            _clipped_bytes(file, offset, count, self.world.fsize, nbytes)
+        return TimingInputs(cat(self._t_reqs, 0), file, offset, nbytes,
+                            *(cat(self._t_ops, k) for k in range(5)),
+                            disk=self.disk, place=self.place)
 
     def result(self) -> ReplayResult:
         summary = M.summary_frame([self.summary()])

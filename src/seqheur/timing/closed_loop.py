@@ -31,9 +31,8 @@ against the last :data:`LOOKBACK` disk reads of its file.
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -44,7 +43,7 @@ from ..options import param
 NAME = "closed-loop"
 #: Jitted functions that call into other modules (the drive model): the replay caches them
 #: on disk keyed by every source they reach, not by this file alone.
-KERNELS = ("simulate", "op_address")
+KERNELS = ("simulate", "simulate_exact", "op_address", "_serve_next")
 DOC = ("clients with N outstanding READs (think time from the trace or none), network RTT "
        "and bandwidth, nfsd threads with CPU per RPC, asynchronous read-ahead, a fifo or "
        "cscan disk queue feeding the drive model; event by event")
@@ -114,7 +113,7 @@ class TimingInputs:
     time_ns: np.ndarray
     file: np.ndarray
     offset: np.ndarray
-    nbytes: np.ndarray
+    nbytes: np.ndarray  # any integer type
     op_request: np.ndarray
     op_sync: np.ndarray
     op_file: np.ndarray
@@ -143,9 +142,8 @@ class TimingResult:
         """The timing columns of the summary (:data:`seqheur.metrics.TIMING_METRICS`)."""
         e2e = self.e2e_seconds
         span = max(e2e, self.disk_end_s)
-        lat_ms = (self.done_s - self.issue_s) * 1e3
         nan = float("nan")
-        pct = (np.percentile(lat_ms, [50, 95, 99]) if lat_ms.size else [nan] * 3)
+        pct = latency_percentiles(self.issue_s, self.done_s, (50, 95, 99))
         return {"e2e_seconds": e2e,
                 "e2e_throughput_mbps": demand_bytes / 1e6 / e2e if e2e > 0 else nan,
                 "read_latency_p50_ms": float(pct[0]), "read_latency_p95_ms": float(pct[1]),
@@ -153,44 +151,134 @@ class TimingResult:
                 "disk_utilisation": self.disk_busy_s / span if span > 0 else nan}
 
 
-def run(params: Params, inputs: TimingInputs) -> TimingResult:
-    """Simulate the replay's READs and disk reads under ``params``."""
+def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...]) -> list[float]:
+    """``np.percentile((done - issue) * 1e3, q)`` (linear interpolation) without sorting or
+    partitioning every latency: one pass counts them in buckets that keep their order (16 per
+    power of two) with each bucket's least and greatest; a rank in a bucket of one value is
+    that value, and only the other buckets holding a wanted rank are collected (a second
+    pass) and partitioned. Exact: the same order statistics, interpolated as numpy does."""
+    n = int(done.size)
+    if n == 0:
+        return [float("nan")] * len(q)
+    issue = np.ascontiguousarray(issue, np.float64)
+    done = np.ascontiguousarray(done, np.float64)
+    hist = np.zeros(_LAT_BUCKETS, np.int64)
+    least = np.full(_LAT_BUCKETS, np.inf)
+    most = np.full(_LAT_BUCKETS, -np.inf)
+    if not _latency_buckets(issue, done, hist, least, most):  # infinite or NaN: numpy's way
+        return [float(x) for x in np.percentile((done - issue) * 1e3, q)]
+    below = np.cumsum(hist) - hist  # latencies in lower buckets
+    qs = np.true_divide(np.asarray(q, np.float64), 100)
+    v = (n - 1) * qs  # numpy's "linear" virtual index
+    lo = np.floor(v).astype(np.int64)
+    hi = np.minimum(lo + 1, n - 1)
+    ranks = np.unique(np.concatenate([lo, hi]))
+    buckets = np.searchsorted(below + hist, ranks, side="right")  # the bucket of each rank
+    value = {int(k): float(least[b]) for k, b in zip(ranks, buckets) if least[b] == most[b]}
+    wanted = np.zeros(_LAT_BUCKETS, np.bool_)
+    wanted[[b for k, b in zip(ranks, buckets) if int(k) not in value]] = True
+    if wanted.any():
+        # a rank's place among the collected latencies: minus those in buckets not taken
+        skipped = np.cumsum(np.where(wanted, 0, hist)) - np.where(wanted, 0, hist)
+        pool = np.empty(int(hist[wanted].sum()), np.float64)
+        _collect_latencies(issue, done, wanted, pool)
+        todo = [(int(k), b) for k, b in zip(ranks, buckets) if int(k) not in value]
+        local = np.array([k - skipped[b] for k, b in todo], np.int64)
+        part = np.partition(pool, local)
+        value.update({k: float(x) for (k, _), x in zip(todo, part[local])})
+    a = np.array([value[k] for k in lo.tolist()])
+    b = np.array([value[k] for k in hi.tolist()])
+    gamma = v - lo
+    diff = b - a
+    out = np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)
+    return [float(x) for x in out]
+
+
+_LAT_BUCKETS = 1 << 16
+
+
+@njit(cache=True, nogil=True)
+def _latency_buckets(issue, done, hist, least, most):
+    """Count the latencies (ms) per bucket, with each bucket's least and greatest; False
+    (counting stopped) at one not finite. The bucket is the top 16 bits of the float (sign,
+    exponent, 4 bits of mantissa): for latencies >= 0 it never decreases with the latency,
+    16 buckets per power of two."""
+    word = np.zeros(1)
+    bits = word.view(np.uint64)
+    for i in range(done.size):
+        lat = (done[i] - issue[i]) * 1e3
+        if not lat < np.inf or lat != lat:  # NaN or infinite
+            return False
+        word[0] = lat if lat > 0.0 else 0.0  # no -0.0 or negative latency: a bucket >= 0
+        b = bits[0] >> 48
+        hist[b] += 1
+        if lat < least[b]:
+            least[b] = lat
+        if lat > most[b]:
+            most[b] = lat
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _collect_latencies(issue, done, wanted, pool):
+    """The latencies (ms) of the wanted buckets, in READ order."""
+    word = np.zeros(1)
+    bits = word.view(np.uint64)
+    k = 0
+    for i in range(done.size):
+        lat = (done[i] - issue[i]) * 1e3
+        word[0] = lat if lat > 0.0 else 0.0
+        if wanted[bits[0] >> 48]:
+            pool[k] = lat
+            k += 1
+
+
+def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingResult:
+    """Simulate the replay's READs and disk reads under ``params``. ``exact``: every event
+    in the exact loop (the short loop gives the same result; this checks it)."""
     n = int(inputs.time_ns.size)
-    m = int(inputs.op_request.size)
     i64 = np.int64
     op_req = np.ascontiguousarray(inputs.op_request, i64)
     op_file = np.ascontiguousarray(inputs.op_file, i64)
     op_off = np.ascontiguousarray(inputs.op_offset, i64)
     op_len = np.ascontiguousarray(inputs.op_length, i64)
     op_sync = np.ascontiguousarray(inputs.op_sync, i64)
-    nbytes = np.ascontiguousarray(inputs.nbytes, i64)
+    nbytes = np.ascontiguousarray(inputs.nbytes)  # any integer type: no copy to int64
+    file = np.ascontiguousarray(inputs.file)
+    offset = np.ascontiguousarray(inputs.offset, i64)
     t = np.ascontiguousarray(inputs.time_ns, i64)
-    arrive = ((t - t[0]) / 1e9 if n and params.think == "trace" else np.zeros(n))
-    rpcs = np.maximum(1, -(-nbytes // int(params.rsize))).astype(i64)
+    arrive = ((t - t[0]) / 1e9 if n and params.think == "trace" else np.zeros(0))
+    nfiles = 1 + max(int(file.max()) if n else 0, int(op_file.max()) if op_file.size else 0)
     place = inputs.place
-    addr = op_address(op_file, op_off, place.ext_first, place.ext_base,
-                      i64(place.extent_bytes))
-    first_op = np.searchsorted(op_req, np.arange(n + 1, dtype=i64)).astype(i64)
-    wait_start, wait_ops = waited_ops(np.ascontiguousarray(inputs.file, i64),
-                                      np.ascontiguousarray(inputs.offset, i64), nbytes,
-                                      first_op, op_file, op_off, op_len, op_sync,
-                                      np.argsort(op_file, kind="stable").astype(i64))
-    waiter_start, waiters = invert(wait_start, wait_ops, m)
+    ext = i64(place.extent_bytes)
+    addr = op_address(op_file, op_off, place.ext_first, place.ext_base, ext)
     rate = min((r for r in (params.link_mbps, params.host_mbps) if r > 0), default=0.0) * 1e6
-    issue = np.zeros(n)
-    done = np.zeros(n)
-    state = inputs.disk.new_state()
-    busy, disk_end = simulate(
-        arrive, nbytes, rpcs, first_op, wait_start, wait_ops, waiter_start, waiters, op_file,
-        op_off, op_len, addr, int(params.slots), params.rtt_us * 0.5e-6, rate,
-        params.cpu_us * 1e-6, int(params.nfsd), params.scheduler == "cscan", place.ext_first,
-        place.ext_base, i64(place.extent_bytes), *inputs.disk.kernel_args(), state, issue, done)
+    slots = int(params.slots)
+    half_rtt = params.rtt_us * 0.5e-6
+    cpu_s = params.cpu_us * 1e-6
+    cscan = params.scheduler == "cscan"
+    issue = np.empty(n)
+    done = np.empty(n)
+
+    def disk() -> Disk:
+        m = op_file.size
+        return Disk(np.empty(m, i64), np.empty(m, i64), addr, op_file, op_off, op_len,
+                    place.ext_first, place.ext_base, *inputs.disk.kernel_args(),
+                    inputs.disk.new_state(), np.zeros(1), np.zeros(1, i64), np.zeros(1, i64),
+                    np.zeros(1, i64), np.zeros(1), np.zeros(1, np.uint8))
+
+    ok = False
+    if params.nfsd >= slots and not exact:  # no READ ever waits for a thread: the short loop
+        busy, disk_end, ok = simulate(arrive, nbytes, i64(params.rsize), file, offset, op_req,
+                                      op_sync, op_off, op_len, slots, half_rtt, rate, cpu_s,
+                                      nfiles, cscan, ext, disk(), issue, done)
+    if not ok:
+        busy, disk_end = simulate_exact(arrive, nbytes, i64(params.rsize), file, offset,
+                                        op_req, op_sync, op_off, op_len, slots, half_rtt,
+                                        rate, cpu_s, int(params.nfsd), nfiles, cscan, ext,
+                                        disk(), issue, done)
     return TimingResult(issue, done, float(busy), float(disk_end), int(nbytes.sum()),
                         int(op_len.sum()))
-
-
-# --------------------------------------------------------------------------------------------
-# preparation: addresses, and which disk reads each READ waits for
 
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
@@ -205,248 +293,638 @@ def op_address(file, offset, ext_first, ext_base, extent_bytes):
     return out
 
 
-@njit(cache=True, nogil=True)
-def waited_ops(file, offset, nbytes, first_op, op_file, op_off, op_len, op_sync, by_file):
-    """Per READ r, the disk reads it waits for, as CSR (``start[r]:start[r+1]`` of ``ops``):
-    its own synchronous reads, and the earlier reads (of earlier READs; among the last
-    LOOKBACK of its file) that overlap its bytes. ``by_file``: op indices stably sorted by
-    file."""
-    n = file.size
-    m = op_file.size
-    # per file, where its ops start in by_file
-    nf = 0
-    for j in range(m):
-        if op_file[j] + 1 > nf:
-            nf = op_file[j] + 1
-    for r in range(n):
-        if file[r] + 1 > nf:
-            nf = file[r] + 1
-    fstart = np.zeros(nf + 1, np.int64)
-    for j in range(m):
-        fstart[op_file[j] + 1] += 1
-    for f in range(nf):
-        fstart[f + 1] += fstart[f]
-    start = np.zeros(n + 1, np.int64)
-    out = np.empty(m + n * 4 + 16, np.int64)
-    k = 0
-    for r in range(n):
-        s = first_op[r]
-        e = first_op[r + 1]
-        if out.size < k + (e - s) + LOOKBACK:
-            bigger = np.empty(2 * out.size + (e - s) + LOOKBACK, np.int64)
-            bigger[:k] = out[:k]
-            out = bigger
-        for j in range(s, e):
-            if op_sync[j] != 0:
-                out[k] = j
-                k += 1
-        a = offset[r]
-        b = a + nbytes[r]
-        if b > a:
-            f = file[r]
-            lo = fstart[f]
-            hi = fstart[f + 1]
-            # by_file[lo:hi] is increasing: the file's ops issued before this READ's first
-            p = np.searchsorted(by_file[lo:hi], s) + lo
-            q = p - 1
-            while q >= lo and q >= p - LOOKBACK:
-                j = by_file[q]
-                if op_off[j] < b and a < op_off[j] + op_len[j]:
-                    out[k] = j
-                    k += 1
-                q -= 1
-        start[r + 1] = k
-    return start, out[:k].copy()
-
-
-@njit(cache=True, nogil=True)
-def invert(start, ops, m):
-    """The CSR of :func:`waited_ops` turned around: per disk read, the READs waiting for it."""
-    n = start.size - 1
-    wstart = np.zeros(m + 1, np.int64)
-    for k in range(ops.size):
-        wstart[ops[k] + 1] += 1
-    for j in range(m):
-        wstart[j + 1] += wstart[j]
-    fill = wstart[:-1].copy()
-    out = np.empty(ops.size, np.int64)
-    for r in range(n):
-        for k in range(start[r], start[r + 1]):
-            j = ops[k]
-            out[fill[j]] = r
-            fill[j] += 1
-    return wstart, out
-
-
 # --------------------------------------------------------------------------------------------
 # the event loop
+#
+# Events at one time run in the order they were scheduled: every event carries a sequence
+# number, and the next event is the least (time, sequence) pair. Each kind of event is
+# scheduled in (time, sequence) order, so instead of one heap :func:`simulate_exact` keeps a
+# queue per kind and takes the least of their heads: READs reach the server in issue order;
+# replies reach the client in the order they were sent (each leaves the wire after the one
+# before); the disk and the client's retry are one event at a time. Only CPU events can be
+# scheduled out of time order (a READ of more RPCs takes longer): they are kept sorted, one
+# per outstanding READ at most.
+#
+# :func:`simulate` gets the same answer with two kinds of events instead of five when there
+# are at least as many nfsd threads as client slots (a READ never waits for a thread): a
+# READ's arrival only schedules its CPU event, and a reply's arrival at the client only
+# frees the slot the next READ takes, so both are computed when they become known (the
+# reply's when the reply is sent: replies arrive in the order they are sent). What is left
+# is CPU events (sorted by time, as above) and the disk's. Events at one time that are not
+# of one kind are the only place where the order of scheduling (the sequence numbers, which
+# the short loop does not keep) could change the result: :func:`simulate` gives up when a CPU
+# event and the disk's fall at the same time, and the exact loop runs instead.
 
+EV_NONE = -1
 EV_TRY = 0  # the client tries to issue READs
 EV_ARRIVE = 1  # a READ reaches the server
 EV_CPU = 2  # an nfsd has done a READ's CPU work: its disk reads enter the queue
 EV_DISK = 3  # a disk read finished
 EV_RECV = 4  # a reply reached the client
 
-# READ states at the server
-R_NOT_YET = 0
-R_WAITING = 1
-R_REPLIED = 2
+NO_LINK = -1
+
+
+class Waits(NamedTuple):
+    """Which disk reads the READs wait for. Per outstanding READ, at the slot number it took
+    when issued (``slots`` of them: the state of a run's READs fits in a few lines of memory):
+    its disk reads ``[op_lo, op_hi)``, how many reads of its file came before them, and how
+    many reads it still waits for (from its CPU event). Per disk read: its index among its
+    file's reads; the reads not yet done, per file, in issue order (doubly linked, the newest
+    at ``live_tail``); the READs waiting for it, in READ order (linked nodes from a pool)."""
+
+    op_lo: np.ndarray  # int64[slots]
+    op_hi: np.ndarray  # int64[slots]
+    file_ops_before: np.ndarray  # int64[slots]
+    pending: np.ndarray  # int64[slots]
+    op_rank: np.ndarray  # int64[m]
+    file_ops: np.ndarray  # int64[files]: reads of the file issued so far
+    live_tail: np.ndarray  # int64[files]
+    live_prev: np.ndarray  # int64[m]
+    live_next: np.ndarray  # int64[m]
+    w_head: np.ndarray  # int64[m]
+    w_tail: np.ndarray  # int64[m]
+    node_r: np.ndarray  # int64[nodes]: the waiting READ
+    node_slot: np.ndarray  # int64[nodes]: its slot number
+    node_next: np.ndarray  # int64[nodes]: the next node (of the read's list or the free list)
+
+
+@njit(cache=True, nogil=True)
+def new_waits(op_req, nfiles, slots):
+    """Empty bookkeeping for ``slots`` outstanding READs, the disk reads of ``op_req`` and ``nfiles`` files. A
+    node lives from a READ's CPU event to the end of the read it waits for, and the READ is
+    outstanding all that time: at most ``slots`` READs, each waiting for its own reads and
+    LOOKBACK earlier ones; the pool holds that many."""
+    m = op_req.size
+    most = 0
+    streak = 0
+    for j in range(m):
+        streak = streak + 1 if j > 0 and op_req[j] == op_req[j - 1] else 1
+        most = max(most, streak)
+    nodes = slots * (most + LOOKBACK)
+    node_next = np.arange(1, nodes + 1, dtype=np.int64)  # all free, in a list
+    node_next[nodes - 1] = NO_LINK
+    return Waits(np.empty(slots, np.int64), np.empty(slots, np.int64),
+                 np.empty(slots, np.int64), np.zeros(slots, np.int64), np.empty(m, np.int64),
+                 np.zeros(nfiles, np.int64), np.full(nfiles, NO_LINK, np.int64),
+                 np.empty(m, np.int64), np.empty(m, np.int64), np.full(m, NO_LINK, np.int64),
+                 np.full(m, NO_LINK, np.int64), np.empty(nodes, np.int64),
+                 np.empty(nodes, np.int64), node_next)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _issued(x, slot, file, op_req, op_file, op_ptr, w):
+    """READ x is issued into ``slot``: its disk reads (from ``op_ptr`` on, those of
+    ``op_req == x``) are ranked among their file's and not done until the disk says so.
+    Returns the next read."""
+    m = op_file.size
+    w.file_ops_before[slot] = w.file_ops[file[x]]
+    w.op_lo[slot] = op_ptr
+    while op_ptr < m and op_req[op_ptr] == x:
+        f = op_file[op_ptr]
+        w.op_rank[op_ptr] = w.file_ops[f]
+        w.file_ops[f] += 1
+        last = w.live_tail[f]
+        w.live_prev[op_ptr] = last
+        w.live_next[op_ptr] = NO_LINK
+        if last != NO_LINK:
+            w.live_next[last] = op_ptr
+        w.live_tail[f] = op_ptr
+        op_ptr += 1
+    w.op_hi[slot] = op_ptr
+    return op_ptr
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _server_has(x, slot, file, offset, nbytes, op_sync, op_off, op_len, d, dq_tail, cscan,
+                w, free):
+    """READ x's CPU work is done: its disk reads enter the queue (``dq_tail``: its end), and
+    it waits for its demand reads and for earlier reads of its bytes not yet done (among the
+    last LOOKBACK of its file). Sets ``w.pending[slot]``; returns the queue's new end and
+    the node pool's free list."""
+    cnt = 0
+    lo = w.op_lo[slot]
+    for j in range(lo, w.op_hi[slot]):
+        dq_tail = _enqueue(d, j, dq_tail, cscan)
+        if op_sync[j] != 0:
+            cnt += 1
+            free = _wait_for(j, x, slot, w, free)
+    a = offset[x]
+    b = a + nbytes[x]
+    if b > a:
+        oldest = w.file_ops_before[slot] - LOOKBACK
+        j = w.live_tail[file[x]]
+        while j != NO_LINK:
+            if j < lo:
+                if w.op_rank[j] < oldest:
+                    break
+                if op_off[j] < b and a < op_off[j] + op_len[j]:
+                    cnt += 1
+                    free = _wait_for(j, x, slot, w, free)
+            j = w.live_prev[j]
+    w.pending[slot] = cnt
+    return dq_tail, free
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _wait_for(j, r, slot, w, free):
+    """READ r (in ``slot``) waits for disk read j: a node from the free list into j's list
+    of waiters, kept in READ order (CPU events come nearly in READ order: almost always an
+    append). Returns the free list's new head."""
+    k = free
+    free = w.node_next[k]
+    w.node_r[k] = r
+    w.node_slot[k] = slot
+    last = w.w_tail[j]
+    if last == NO_LINK:
+        w.node_next[k] = NO_LINK
+        w.w_head[j] = k
+        w.w_tail[j] = k
+    elif w.node_r[last] < r:
+        w.node_next[k] = NO_LINK
+        w.node_next[last] = k
+        w.w_tail[j] = k
+    else:
+        before = NO_LINK
+        at = w.w_head[j]
+        while w.node_r[at] < r:
+            before = at
+            at = w.node_next[at]
+        w.node_next[k] = at
+        if before == NO_LINK:
+            w.w_head[j] = k
+        else:
+            w.node_next[before] = k
+    return free
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _read_done(j, f, w):
+    """Disk read j (of file f) is done: no longer in flight."""
+    after = w.live_next[j]
+    before = w.live_prev[j]
+    if after != NO_LINK:
+        w.live_prev[after] = before
+    else:
+        w.live_tail[f] = before
+    if before != NO_LINK:
+        w.live_next[before] = after
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _send(r, now, nbytes, rate, link_free):
+    """READ r's reply goes on the wire after the replies before it; returns when it leaves
+    the wire (the wire is free again then)."""
+    start = now if now > link_free else link_free
+    return start + (nbytes[r] / rate if rate > 0 else 0.0)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _cpu_event(t, s, r, slot, cpu_t, cpu_seq, cpu_r, cpu_slot, head, length):
+    """Queue the CPU event of READ r (in ``slot``) at time t (sequence s) in the ring of CPU
+    events, sorted by time; among equal times after the ones queued before."""
+    mask = cpu_t.size - 1  # a power of 2
+    p = length
+    while p > 0 and cpu_t[(head + p - 1) & mask] > t:
+        q = (head + p) & mask
+        w = (head + p - 1) & mask
+        cpu_t[q] = cpu_t[w]
+        cpu_seq[q] = cpu_seq[w]
+        cpu_r[q] = cpu_r[w]
+        cpu_slot[q] = cpu_slot[w]
+        p -= 1
+    q = (head + p) & mask
+    cpu_t[q] = t
+    cpu_seq[q] = s
+    cpu_r[q] = r
+    cpu_slot[q] = slot
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _ring_size(slots):
+    """The least power of 2 >= slots: ring buffers indexed with a mask, not a division."""
+    ring = 1
+    while ring < slots:
+        ring *= 2
+    return ring
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _rpcs(nbytes, rsize):
+    """RPCs of a READ of ``nbytes``: ceil(nbytes / rsize), at least one."""
+    return (nbytes + rsize - 1) // rsize if nbytes > rsize else 1
+
+
+class Disk(NamedTuple):
+    """The disk queue and the drive: the queued reads (``fifo``: ``dq[head:tail]`` in
+    arrival order; ``cscan``: ``dq[:tail]`` sorted by address, then arrival, with their
+    addresses in ``qaddr``), the drive model's arrays and state, and one-read buffers for
+    calls into it."""
+
+    dq: np.ndarray  # int64[m]
+    qaddr: np.ndarray  # int64[m]
+    addr: np.ndarray  # int64[m]: byte address where each read starts
+    op_file: np.ndarray
+    op_off: np.ndarray
+    op_len: np.ndarray
+    ext_first: np.ndarray
+    ext_base: np.ndarray
+    ip: np.ndarray
+    fp: np.ndarray
+    seek_d: np.ndarray
+    seek_t: np.ndarray
+    zone_start: np.ndarray
+    zone_rate: np.ndarray
+    dstate: np.ndarray
+    idle: np.ndarray  # float64[1]: host-idle seconds before the read
+    one_file: np.ndarray  # int64[1]: the read handed to the drive model
+    one_off: np.ndarray
+    one_len: np.ndarray
+    out_s: np.ndarray  # float64[1]: its service time
+    out_f: np.ndarray  # uint8[1]: its flags
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _enqueue(d, j, tail, cscan):
+    """Disk read j enters the queue; returns the queue's new end. ``cscan``: after the
+    reads at its address or below (binary search), so equal addresses keep arrival order."""
+    if not cscan:
+        d.dq[tail] = j
+        return tail + 1
+    a = d.addr[j]
+    lo = 0
+    hi = tail
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if d.qaddr[mid] <= a:
+            lo = mid + 1
+        else:
+            hi = mid
+    for k in range(tail, lo, -1):
+        d.dq[k] = d.dq[k - 1]
+        d.qaddr[k] = d.qaddr[k - 1]
+    d.dq[lo] = j
+    d.qaddr[lo] = a
+    return tail + 1
+
+
+@njit(nogil=True, _nrt=False)  # cached by the replay, keyed by sources: calls the drive model
+def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, idle_s):
+    """The idle disk takes the next read of its queue after ``idle_s`` seconds idle and
+    serves it with the drive model: the oldest (fifo), or the one at the lowest address at
+    or past the head, wrapping to the lowest address (cscan; among equal addresses the
+    oldest). Returns the read (-1: the queue is empty), its service time and the queue's
+    new head and end."""
+    if head == tail:
+        return -1, 0.0, head, tail
+    if cscan:
+        lo = 0
+        hi = tail
+        while lo < hi:  # the first read at or past the head
+            mid = (lo + hi) >> 1
+            if d.qaddr[mid] < head_addr:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo == tail:
+            lo = 0
+        j = d.dq[lo]
+        for k in range(lo, tail - 1):
+            d.dq[k] = d.dq[k + 1]
+            d.qaddr[k] = d.qaddr[k + 1]
+        tail -= 1
+    else:
+        j = d.dq[head]
+        head += 1
+    d.idle[0] = idle_s
+    d.one_file[0] = d.op_file[j]
+    d.one_off[0] = d.op_off[j]
+    d.one_len[0] = d.op_len[j]
+    service_kernel(d.one_file, d.one_off, d.one_len, d.idle, d.ext_first, d.ext_base,
+                   extent_bytes, d.ip, d.fp, d.seek_d, d.seek_t, d.zone_start, d.zone_rate,
+                   d.dstate, d.out_s, d.out_f)
+    return j, d.out_s[0], head, tail
 
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
-def simulate(arrive, nbytes, rpcs, first_op, wait_start, wait_ops, waiter_start, waiters,
-             op_file, op_off, op_len, addr, slots, half_rtt, rate, cpu_s, nfsd, cscan,
-             ext_first, ext_base, extent_bytes, ip, fp, seek_d, seek_t, zone_start,
-             zone_rate, dstate, issue, done):
-    """Run the events; fills ``issue`` and ``done`` (client times, s) and returns the disk's
-    busy seconds and when it finished its last read. Events at one time run in the order they
-    were scheduled."""
-    n = arrive.size
-    m = op_file.size
-    heap = [(0.0, np.int64(0), np.int64(0), np.int64(0))]  # (time, seq, kind, id)
-    heap.pop()
-    seq = 0
-    # client
+def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
+             half_rtt, rate, cpu_s, nfiles, cscan, extent_bytes, d, issue, done):
+    """The events of a run where no READ waits for an nfsd thread (the caller checks): fills
+    ``issue`` and ``done`` (client times, s) and returns the disk's busy seconds, when it
+    finished its last read, and False when a CPU event and the disk's fell at the same time
+    (then nothing returned holds: run :func:`simulate_exact`). ``arrive``: per READ the
+    earliest issue time (s), or empty (no think time)."""
+    n = nbytes.size
+    m = op_off.size
+    think = arrive.size > 0
+    w = new_waits(op_req, nfiles, slots)
+    ring = _ring_size(slots)  # queues of at most slots events, indexed modulo a power of 2
+    mask = ring - 1
+    node_free = 0
+    op_ptr = 0
+    # slot numbers free for the next READs (a stack): a READ's is free once it replies
+    free_slot = np.arange(slots - 1, -1, -1, dtype=np.int64)
+    nfree = slots
+    # client: READ y takes the slot freed by the (y - slots)-th reply to arrive (the first
+    # slots READs: free at 0); replies arrive in the order they are sent
+    free_at = np.zeros(ring)  # for READ y at y & mask, once known
+    known = slots  # READs [0, known) have their slot's time
     nxt = 0
-    free_slots = slots
-    try_pending = False
-    # server
-    state = np.full(n, R_NOT_YET, np.int64)
-    pending = np.zeros(n, np.int64)
-    nfsd_q = np.empty(n, np.int64)  # READs waiting for a thread, FIFO
-    nq_head = 0
-    nq_tail = 0
-    idle_threads = nfsd
+    last_issue = 0.0
+    # CPU events, sorted by time
+    cpu_t = np.empty(ring)
+    cpu_r = np.empty(ring, np.int64)
+    cpu_slot = np.empty(ring, np.int64)
+    no_seq = np.empty(ring, np.int64)  # CPU events of this loop have no sequence numbers
+    cpu_head = 0
+    cpu_len = 0
     link_free = 0.0
-    # disk
-    op_done = np.zeros(m, np.bool_)
-    dq = np.empty(m, np.int64)  # disk reads in the queue, arrival order
-    taken = np.zeros(m, np.bool_)
     dq_head = 0
     dq_tail = 0
     disk_busy = False
+    disk_t = 0.0
+    disk_op = 0
     disk_free_at = 0.0
     head_addr = np.int64(0)
     busy = 0.0
-    idle = np.zeros(1)
-    out_s = np.zeros(1)
-    out_f = np.zeros(1, np.uint8)
+    while True:
+        # issue every READ whose slot is known: at the later of its slot, its trace time
+        # and the READ before; it reaches the server half a round trip later and has its
+        # thread at once
+        while nxt < known and nxt < n:
+            t = free_at[nxt & mask]
+            if think and arrive[nxt] > t:
+                t = arrive[nxt]
+            if last_issue > t:
+                t = last_issue
+            issue[nxt] = t
+            last_issue = t
+            nfree -= 1
+            slot = free_slot[nfree]
+            op_ptr = _issued(nxt, slot, file, op_req, d.op_file, op_ptr, w)
+            t = (t + half_rtt) + cpu_s * _rpcs(nbytes[nxt], rsize)
+            q = (cpu_head + cpu_len) & mask
+            if cpu_len == 0 or cpu_t[(q - 1) & mask] <= t:  # in time order: append
+                cpu_t[q] = t
+                cpu_r[q] = nxt
+                cpu_slot[q] = slot
+            else:
+                _cpu_event(t, 0, nxt, slot, cpu_t, no_seq, cpu_r, cpu_slot, cpu_head, cpu_len)
+            cpu_len += 1
+            nxt += 1
+        if cpu_len > 0:
+            if disk_busy and cpu_t[cpu_head] == disk_t:
+                return busy, disk_free_at, False
+            is_cpu = not disk_busy or cpu_t[cpu_head] < disk_t
+        elif disk_busy:
+            is_cpu = False
+        else:
+            break
+        if is_cpu:
+            now = cpu_t[cpu_head]
+            x = cpu_r[cpu_head]
+            slot = cpu_slot[cpu_head]
+            cpu_head = (cpu_head + 1) & mask
+            cpu_len -= 1
+            dq_tail, node_free = _server_has(x, slot, file, offset, nbytes, op_sync, op_off,
+                                             op_len, d, dq_tail, cscan, w, node_free)
+            if w.pending[slot] == 0:
+                link_free = _send(x, now, nbytes, rate, link_free)
+                done[x] = link_free + half_rtt
+                free_at[known & mask] = done[x]
+                known += 1
+                free_slot[nfree] = slot
+                nfree += 1
+        else:
+            now = disk_t
+            j = disk_op
+            disk_busy = False
+            disk_free_at = now
+            _read_done(j, d.op_file[j], w)
+            # its waiters, in READ order: those waiting for nothing else reply
+            k = w.w_head[j]
+            while k != NO_LINK:
+                r = w.node_r[k]
+                slot = w.node_slot[k]
+                w.pending[slot] -= 1
+                if w.pending[slot] == 0:
+                    link_free = _send(r, now, nbytes, rate, link_free)
+                    done[r] = link_free + half_rtt
+                    free_at[known & mask] = done[r]
+                    known += 1
+                    free_slot[nfree] = slot
+                    nfree += 1
+                after = w.node_next[k]
+                w.node_next[k] = node_free
+                node_free = k
+                k = after
+        if not disk_busy:
+            j, service, dq_head, dq_tail = _serve_next(d, dq_head, dq_tail, head_addr, cscan,
+                                                       extent_bytes, now - disk_free_at)
+            if j >= 0:
+                busy += service
+                head_addr = d.addr[j] + op_len[j]
+                disk_busy = True
+                disk_t = now + service
+                disk_op = j
+    return busy, disk_free_at, True
 
-    heapq.heappush(heap, (0.0, np.int64(seq), np.int64(EV_TRY), np.int64(0)))
+
+@njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
+def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len,
+                   slots, half_rtt, rate, cpu_s, nfsd, nfiles, cscan, extent_bytes, d, issue,
+                   done):
+    """Run every event in (time, sequence) order; fills ``issue`` and ``done`` (client times,
+    s) and returns the disk's busy seconds and when it finished its last read. ``arrive``:
+    per READ the earliest issue time (s), or empty (no think time)."""
+    n = nbytes.size
+    think = arrive.size > 0
+    w = new_waits(op_req, nfiles, slots)
+    ring = _ring_size(slots)  # queues of at most slots events, indexed modulo a power of 2
+    mask = ring - 1
+    node_free = 0
+    op_ptr = 0
+    # slot numbers free for the next READs (a stack): a READ's is free once its reply arrives
+    free_slot = np.arange(slots - 1, -1, -1, dtype=np.int64)
+    nfree = slots
+    seq = np.int64(0)
+    # client: READs [0, nxt) issued; the retry event
+    nxt = 0
+    free_slots = slots
+    try_pending = True  # the first event: the client tries at time 0
+    try_t = 0.0
+    try_seq = seq
     seq += 1
-    while len(heap) > 0:
-        now, _, kind, x = heapq.heappop(heap)
+    # network to the server: READs [arr_head, nxt) on their way, sequence numbers by READ
+    arr_head = 0
+    arr_seq = np.empty(ring, np.int64)
+    arr_slot = np.empty(ring, np.int64)
+    # server: READs waiting for a thread (FIFO ring); CPU events sorted by time
+    nq = np.empty(ring, np.int64)
+    nq_slot = np.empty(ring, np.int64)
+    nq_head = 0
+    nq_len = 0
+    idle_threads = nfsd
+    cpu_t = np.empty(ring)
+    cpu_seq = np.empty(ring, np.int64)
+    cpu_r = np.empty(ring, np.int64)
+    cpu_slot = np.empty(ring, np.int64)
+    cpu_head = 0
+    cpu_len = 0
+    # the wire: replies in the order sent (ring)
+    link_free = 0.0
+    rv_t = np.empty(ring)
+    rv_seq = np.empty(ring, np.int64)
+    rv_r = np.empty(ring, np.int64)
+    rv_slot = np.empty(ring, np.int64)
+    rv_head = 0
+    rv_len = 0
+    # disk
+    dq_head = 0
+    dq_tail = 0
+    disk_busy = False
+    disk_t = 0.0
+    disk_seq = np.int64(0)
+    disk_op = 0
+    disk_free_at = 0.0
+    head_addr = np.int64(0)
+    busy = 0.0
+
+    while True:
+        # the next event: the least (time, sequence) of the queues' heads
+        kind = EV_NONE
+        now = 0.0
+        best_seq = np.int64(0)
+        if try_pending:
+            kind = EV_TRY
+            now = try_t
+            best_seq = try_seq
+        if arr_head < nxt:
+            t = issue[arr_head] + half_rtt
+            s = arr_seq[arr_head & mask]
+            if kind == EV_NONE or t < now or (t == now and s < best_seq):
+                kind = EV_ARRIVE
+                now = t
+                best_seq = s
+        if cpu_len > 0:
+            t = cpu_t[cpu_head]
+            s = cpu_seq[cpu_head]
+            if kind == EV_NONE or t < now or (t == now and s < best_seq):
+                kind = EV_CPU
+                now = t
+                best_seq = s
+        if disk_busy:
+            if kind == EV_NONE or disk_t < now or (disk_t == now and disk_seq < best_seq):
+                kind = EV_DISK
+                now = disk_t
+                best_seq = disk_seq
+        if rv_len > 0:
+            t = rv_t[rv_head]
+            s = rv_seq[rv_head]
+            if kind == EV_NONE or t < now or (t == now and s < best_seq):
+                kind = EV_RECV
+                now = t
+                best_seq = s
+        if kind == EV_NONE:
+            break
+
         if kind == EV_TRY or kind == EV_RECV:
             if kind == EV_TRY:
                 try_pending = False
             else:
-                done[x] = now
+                done[rv_r[rv_head]] = now
+                free_slot[nfree] = rv_slot[rv_head]
+                nfree += 1
+                rv_head = (rv_head + 1) & mask
+                rv_len -= 1
                 free_slots += 1
             # issue READs in trace order while a slot is free and their time has come
             while free_slots > 0 and nxt < n:
-                if arrive[nxt] > now:
+                if think and arrive[nxt] > now:
                     if not try_pending:
-                        heapq.heappush(heap, (arrive[nxt], np.int64(seq), np.int64(EV_TRY),
-                                              np.int64(0)))
-                        seq += 1
                         try_pending = True
+                        try_t = arrive[nxt]
+                        try_seq = seq
+                        seq += 1
                     break
                 issue[nxt] = now
-                heapq.heappush(heap, (now + half_rtt, np.int64(seq), np.int64(EV_ARRIVE),
-                                      np.int64(nxt)))
+                arr_seq[nxt & mask] = seq
                 seq += 1
+                nfree -= 1
+                arr_slot[nxt & mask] = free_slot[nfree]
+                op_ptr = _issued(nxt, free_slot[nfree], file, op_req, d.op_file, op_ptr, w)
                 free_slots -= 1
                 nxt += 1
             continue
+
         if kind == EV_ARRIVE:
-            nfsd_q[nq_tail] = x
-            nq_tail += 1
+            nq[(nq_head + nq_len) & mask] = arr_head
+            nq_slot[(nq_head + nq_len) & mask] = arr_slot[arr_head & mask]
+            nq_len += 1
+            arr_head += 1
         elif kind == EV_CPU:
-            # the READ's disk reads enter the queue; it waits for what is not yet done
-            for j in range(first_op[x], first_op[x + 1]):
-                dq[dq_tail] = j
-                dq_tail += 1
-            cnt = 0
-            for k in range(wait_start[x], wait_start[x + 1]):
-                if not op_done[wait_ops[k]]:
-                    cnt += 1
-            pending[x] = cnt
-            state[x] = R_WAITING
-        elif kind == EV_DISK:
-            op_done[x] = True
+            x = cpu_r[cpu_head]
+            slot = cpu_slot[cpu_head]
+            cpu_head = (cpu_head + 1) & mask
+            cpu_len -= 1
+            dq_tail, node_free = _server_has(x, slot, file, offset, nbytes, op_sync, op_off,
+                                             op_len, d, dq_tail, cscan, w, node_free)
+            if w.pending[slot] == 0:
+                link_free = _send(x, now, nbytes, rate, link_free)
+                q = (rv_head + rv_len) & mask
+                rv_t[q] = link_free + half_rtt
+                rv_seq[q] = seq
+                rv_r[q] = x
+                rv_slot[q] = slot
+                rv_len += 1
+                seq += 1
+                idle_threads += 1
+        else:  # EV_DISK
+            j = disk_op
             disk_busy = False
             disk_free_at = now
-            for k in range(waiter_start[x], waiter_start[x + 1]):
-                r = waiters[k]
-                if state[r] == R_WAITING:
-                    pending[r] -= 1
-        # replies: a waiting READ with nothing pending replies and frees its thread
-        if kind == EV_CPU:
-            if pending[x] == 0:
-                link_free = _reply(heap, seq, x, now, nbytes, rate, half_rtt, link_free)
-                seq += 1
-                state[x] = R_REPLIED
-                idle_threads += 1
-        elif kind == EV_DISK:
-            for k in range(waiter_start[x], waiter_start[x + 1]):
-                r = waiters[k]
-                if state[r] == R_WAITING and pending[r] == 0:
-                    link_free = _reply(heap, seq, r, now, nbytes, rate, half_rtt, link_free)
+            _read_done(j, d.op_file[j], w)
+            # its waiters, in READ order: those waiting for nothing else reply
+            k = w.w_head[j]
+            while k != NO_LINK:
+                r = w.node_r[k]
+                slot = w.node_slot[k]
+                w.pending[slot] -= 1
+                if w.pending[slot] == 0:
+                    link_free = _send(r, now, nbytes, rate, link_free)
+                    q = (rv_head + rv_len) & mask
+                    rv_t[q] = link_free + half_rtt
+                    rv_seq[q] = seq
+                    rv_r[q] = r
+                    rv_slot[q] = slot
+                    rv_len += 1
                     seq += 1
-                    state[r] = R_REPLIED
                     idle_threads += 1
+                after = w.node_next[k]
+                w.node_next[k] = node_free
+                node_free = k
+                k = after
         # free threads take arrived READs in arrival order
-        while idle_threads > 0 and nq_head < nq_tail:
-            r = nfsd_q[nq_head]
-            nq_head += 1
+        while idle_threads > 0 and nq_len > 0:
+            r = nq[nq_head]
+            slot = nq_slot[nq_head]
+            nq_head = (nq_head + 1) & mask
+            nq_len -= 1
             idle_threads -= 1
-            heapq.heappush(heap, (now + cpu_s * rpcs[r], np.int64(seq), np.int64(EV_CPU),
-                                  np.int64(r)))
+            _cpu_event(now + cpu_s * _rpcs(nbytes[r], rsize), seq, r, slot, cpu_t, cpu_seq,
+                       cpu_r, cpu_slot, cpu_head, cpu_len)
+            cpu_len += 1
             seq += 1
         # an idle disk starts the next read of its queue
         if not disk_busy:
-            while dq_head < dq_tail and taken[dq[dq_head]]:
-                dq_head += 1
-            if dq_head < dq_tail:
-                j = _pick(dq, dq_head, dq_tail, taken, addr, head_addr, cscan)
-                taken[j] = True
-                idle[0] = now - disk_free_at
-                service_kernel(op_file[j:j + 1], op_off[j:j + 1], op_len[j:j + 1], idle,
-                               ext_first, ext_base, extent_bytes, ip, fp, seek_d, seek_t,
-                               zone_start, zone_rate, dstate, out_s, out_f)
-                busy += out_s[0]
-                head_addr = addr[j] + op_len[j]
+            j, service, dq_head, dq_tail = _serve_next(d, dq_head, dq_tail, head_addr, cscan,
+                                                       extent_bytes, now - disk_free_at)
+            if j >= 0:
+                busy += service
+                head_addr = d.addr[j] + op_len[j]
                 disk_busy = True
-                heapq.heappush(heap, (now + out_s[0], np.int64(seq), np.int64(EV_DISK),
-                                      np.int64(j)))
+                disk_t = now + service
+                disk_seq = seq
+                disk_op = j
                 seq += 1
     return busy, disk_free_at
-
-
-@njit(cache=True, nogil=True)
-def _reply(heap, seq, r, now, nbytes, rate, half_rtt, link_free):
-    """Send READ r's reply: on the wire after the replies before it, then half a round trip
-    to the client. Returns when the wire is free again."""
-    start = now if now > link_free else link_free
-    end = start + (nbytes[r] / rate if rate > 0 else 0.0)
-    heapq.heappush(heap, (end + half_rtt, np.int64(seq), np.int64(EV_RECV), np.int64(r)))
-    return end
-
-
-@njit(cache=True, nogil=True)
-def _pick(dq, lo, hi, taken, addr, head_addr, cscan):
-    """The next disk read: the oldest in the queue (fifo), or the one at the lowest address
-    at or past the head, wrapping to the lowest address (cscan; ties: the oldest)."""
-    if not cscan:
-        return dq[lo]
-    best = -1
-    low = -1
-    for k in range(lo, hi):
-        j = dq[k]
-        if taken[j]:
-            continue
-        if addr[j] >= head_addr and (best < 0 or addr[j] < addr[best]):
-            best = j
-        if low < 0 or addr[j] < addr[low]:
-            low = j
-    return best if best >= 0 else low
