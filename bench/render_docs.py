@@ -123,6 +123,19 @@ kernels; sampling starts after the warm-up). What it found so far, and what was 
   bookkeeping, allocating the bookkeeping with numpy instead of inside the kernel, counting
   distinct latencies in a hash table instead of partitioning the bucket. The 30 % budget is
   ~45 ms for these 2 M READs here, less than the drive model's pass and the results' memory.
+* Session 6, linux-6 against linux-3.12 (target: within 1.3x, a speed ratio >= 0.77). perf
+  showed `filemap_read`, called once per READ, taking the whole replay state (~150 machine
+  words) on the stack; inlined into the serve step (cold compile of a linux-6 loop 32 -> 38 s
+  on the loaded machine). Child processes of the revisions before and after, in turns, 2 M
+  requests: ratio 0.62 -> 0.83 (one pair) and, base including the change, 0.94 (5 rounds);
+  in one process, 20 M requests, 3 interleaved reps: 0.88. Why linux-6 still costs more in
+  the cache's `insert`: its eviction walks victims whose 32-byte records are scattered in
+  memory (successive LRU victims on neighbouring cache lines: 0 % for linux-6, 48 % for
+  linux-3.12, whose 2-page READs keep pairs of entries together; read-ahead windows of odd
+  length and folio-aligned trims shift that pairing until it is gone), so each step of the
+  walk is a dependent miss. Tried and dropped: the backward links in their own int32 array
+  with a pointer 8 victims ahead whose record is prefetched (linux-6 0.99x, linux-3.12
+  1.07x, full replay 1.00x: the link array itself misses).
 """
 
 ORDER = ["detect", "replay", "engine_ab", "pcap", "nfsdump", "stats", "disk", "sweep", "tune", "cli", "scaling"]
