@@ -153,3 +153,48 @@ def test_cli_replay_of_a_dataset_is_out_of_core_and_exact(tmp_path):
                                            "prefetched")},
                       {k: want[k] for k in ("hits", "misses", "disk_seconds", "table_ejections",
                                             "prefetched")}, rel=SUMMARY_REL)
+
+
+def _same_stream(a, b, provenance=True) -> None:
+    for name in ("time_ns", "file", "offset", "count", "file_ids"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype and np.array_equal(x, y), name
+    assert (a.is_write is None) == (b.is_write is None)
+    if a.is_write is not None:
+        assert np.array_equal(a.is_write, b.is_write)
+    if provenance:
+        assert np.array_equal(a.source_index, b.source_index)
+
+
+@pytest.mark.parametrize("batch_rows", [1, 97, 1 << 18])
+def test_parquet_stream_batch_by_batch_equals_the_whole_table(tmp_path, batch_rows):
+    """A request table in server order is read batch by batch into the stream's own arrays
+    (bounded memory): the same stream as reading it whole, for any batch size, with other ops
+    among the rows and with writes asked for; tables whose batches are out of order are
+    read whole."""
+    from seqheur.streams import _parquet_stream_in_order, read_stream, reads
+
+    mixed = workloads.mix([workloads.paper(3, 2, reorder=0.1, seed=4),
+                           workloads.random_reads(files=3, file_mb=1, requests=300, seed=2)])
+    t = read_trace(_write(tmp_path / "m.parquet", mixed))[0]
+    ops = pa.array(np.where(np.arange(t.num_rows) % 7 == 3, "write", "read"))
+    t = t.set_column(t.schema.get_field_index("op"), "op", ops.dictionary_encode())
+    p = _write(tmp_path / "t.parquet", t)
+    for want in (("read",), ("read", "write")):
+        whole = reads(t, ops=want)
+        got = _parquet_stream_in_order(p, want, batch_rows=batch_rows)
+        assert got is not None and len(got) == len(whole) > 0
+        _same_stream(got, whole)
+        _same_stream(read_stream(p, want, provenance=False), whole, provenance=False)
+        assert read_stream(p, want, provenance=False).source_index is None
+    # rows out of server order across batches: None here, read whole by read_stream
+    shuffled = _write(tmp_path / "s.parquet", t.take(np.random.default_rng(1).permutation(t.num_rows)))
+    if batch_rows < t.num_rows:
+        assert _parquet_stream_in_order(shuffled, ("read",), batch_rows=batch_rows) is None
+    _same_stream(read_stream(shuffled), whole_reads := reads(t))
+    assert len(whole_reads) > 0
+
+
+def _write(path, table):
+    write_parquet(table, path)
+    return path

@@ -135,7 +135,7 @@ def _load_stream(path: str, mtime_ns: int, size: int):
     """A worker's copy of the trace's ReadStream, read once per process from shared storage."""
     from .streams import read_stream
 
-    return read_stream(path)
+    return read_stream(path, provenance=False)  # a replay needs no row provenance
 
 
 def load_stream(path: str):
