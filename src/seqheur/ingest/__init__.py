@@ -119,16 +119,25 @@ def ingest_file(path: str | os.PathLike[str], output: str | os.PathLike[str],
     from ..schema import REQUEST_SCHEMA, empty_request_table
     from .pcap import scan_pcap
 
+    # Parquet dictionary pages only for the columns Arrow holds as dictionaries (endpoints,
+    # transport, op): the others (times, offsets, xids, handles) are mostly distinct, and
+    # trying a dictionary on them made writing 1.3x slower and the file 6% larger (450 k
+    # rows, zstd). zstd over snappy: files 2.3x smaller for 1.4x the write time (0.14 vs
+    # 0.10 s for those rows, whose capture takes ~1.1 s to decode).
+    def open_sink() -> ParquetSink:
+        return ParquetSink(output, REQUEST_SCHEMA, compression="zstd", use_dictionary=[
+            f.name for f in REQUEST_SCHEMA if pa.types.is_dictionary(f.type)])
+
     scan = scan_pcap(path)
     sink: ParquetSink | None = None
     try:
         for batch in scan:
             # opened at the first batch: a capture that fails at its header leaves no file
-            sink = sink or ParquetSink(output, REQUEST_SCHEMA)
+            sink = sink or open_sink()
             sink.write(batch)
         report = scan.report.check()
         if sink is None:
-            sink = ParquetSink(output, REQUEST_SCHEMA)
+            sink = open_sink()
             sink.write(empty_request_table())
         sink.close()
     except BaseException:
