@@ -80,8 +80,11 @@ def main(argv: list[str] | None = None) -> None:
             import os
 
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-            sys.stdout.flush()
-            sys.stderr.flush()
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):  # a closed pipe: teardown would not do better
+                    pass
             os._exit(code)
         raise
 
