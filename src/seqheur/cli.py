@@ -67,15 +67,16 @@ def cli(strict: bool) -> None:
 def main(argv: list[str] | None = None) -> None:
     import gc
 
+    from .commands import TEARDOWN
+
     # the imports a verb makes (numba, llvmlite, pyarrow) create several hundred thousand
     # objects; at the default threshold (700) the collector walks them all again and again
     # (~0.08 s of a one-file ingest); cycles are still collected, just less often
     gc.set_threshold(100_000, 20, 20)
+    TEARDOWN["skip"] = False  # (a verb run in-process before, by CliRunner, may have set it)
     try:
         cli.main(args=argv, prog_name="seqheur")
     except SystemExit as exc:
-        from .commands import TEARDOWN
-
         if TEARDOWN["skip"]:
             import os
 
