@@ -22,7 +22,8 @@ from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results"
-WORK = ROOT / "work"  # generated inputs (git-ignored)
+# generated inputs (git-ignored); SEQHEUR_BENCH_WORK puts them elsewhere (a larger disk)
+WORK = Path(os.environ.get("SEQHEUR_BENCH_WORK") or ROOT / "work")
 
 
 def parse_args(name: str, argv: list[str] | None = None) -> argparse.Namespace:

@@ -89,13 +89,15 @@ class ParquetSink:
     """A Parquet file written table by table (bounded memory), atomically: the file appears at
     ``path`` only when :meth:`close` succeeds; :meth:`abort` (or an error) leaves nothing."""
 
-    def __init__(self, path: PathLike, schema: pa.Schema, *, compression: str = "zstd") -> None:
+    def __init__(self, path: PathLike, schema: pa.Schema, *, compression: str = "zstd",
+                 use_dictionary: bool | list[str] = True) -> None:
         import pyarrow.parquet as pq
 
         self.path = Path(path)
         self._tmp = _temp_beside(self.path)
         try:
-            self._writer = pq.ParquetWriter(self._tmp, schema, compression=compression)
+            self._writer = pq.ParquetWriter(self._tmp, schema, compression=compression,
+                                            use_dictionary=use_dictionary)
         except BaseException:
             self._tmp.unlink(missing_ok=True)
             raise

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from . import echo_json
+from . import echo_json, skip_teardown
 
 
 def register(cli: click.Group) -> None:
@@ -50,21 +50,22 @@ def ingest(traces: tuple[str, ...], output: Path, fmt: str | None, as_json: bool
       seqheur ingest capture.pcap.gz -o requests.parquet --json
       seqheur ingest 'traces/anon-*.txt.gz' -o campus/ --workers 2
     """
-    from ..executors import executor_from_options
-    from ..ingest import read_trace
-    from ..ingest.dataset import ingest_many
-    from ..io import write_parquet
-
     single = len(traces) == 1 and Path(traces[0]).is_file()
     if single:
-        table, report = read_trace(traces[0], format=fmt, warn_loss=False)  # reported below
-        write_parquet(table, output)
-        rows, errors = table.num_rows, []
+        # (the executors and the dataset writer are imported only for several traces: their
+        # imports are a measurable share of a one-file ingest)
+        from ..ingest import ingest_file
+
+        rows, report = ingest_file(traces[0], output, format=fmt)  # losses reported below
+        errors: list[dict[str, str]] = []
     else:
         if fmt:
             from ..errors import SeqheurError
 
             raise SeqheurError("--format applies to a single trace; several are sniffed one by one")
+        from ..executors import executor_from_options
+        from ..ingest.dataset import ingest_many
+
         manifest, report = ingest_many(list(traces), output,
                                        executor_from_options(workers, dask_local, scheduler))
         rows, errors = report.rows, manifest["errors"]
@@ -99,6 +100,8 @@ def ingest(traces: tuple[str, ...], output: Path, fmt: str | None, as_json: bool
             (["reading stopped before the end"] if stopped else [])
             + [f"{n} records skipped: {k}" for k, n in sorted(lost.items())]), err=True)
         raise SystemExit(1)
+    if single:
+        skip_teardown()  # everything is written and printed: nothing left to clean up
 
 
 @click.group()

@@ -97,3 +97,51 @@ def read_trace(path: str | os.PathLike[str], format: str | None = None,
 
         warnings.warn(TraceLossWarning(loss), stacklevel=2)
     return table, report
+
+
+def ingest_file(path: str | os.PathLike[str], output: str | os.PathLike[str],
+                format: str | None = None) -> tuple[int, IngestReport]:
+    """Read one trace and write its request table to ``output`` (Parquet, atomically): the
+    rows ``read_trace`` returns, in the same order. Returns (rows, report); losses are in the
+    report, not warned (the caller reports them, as ``seqheur ingest`` does).
+
+    A capture is streamed batch by batch into the Parquet file (one row group or more per
+    batch), so memory stays flat in the capture size and no whole-table copy is made; other
+    formats are read whole (nfsdump re-sorts calls carried across its chunks at the end)."""
+    fmt = format or sniff_format(path)
+    if fmt != "pcap":
+        from ..io import write_parquet
+
+        table, report = read_trace(path, format=fmt, warn_loss=False)
+        write_parquet(table, output)
+        return table.num_rows, report
+    from ..io import ParquetSink
+    from ..schema import REQUEST_SCHEMA, empty_request_table
+    from .pcap import scan_pcap
+
+    # Parquet dictionary pages only for the columns Arrow holds as dictionaries (endpoints,
+    # transport, op): the others (times, offsets, xids, handles) are mostly distinct, and
+    # trying a dictionary on them made writing 1.3x slower and the file 6% larger (450 k
+    # rows, zstd). zstd over snappy: files 2.3x smaller for 1.4x the write time (0.14 vs
+    # 0.10 s for those rows, whose capture takes ~1.1 s to decode).
+    def open_sink() -> ParquetSink:
+        return ParquetSink(output, REQUEST_SCHEMA, compression="zstd", use_dictionary=[
+            f.name for f in REQUEST_SCHEMA if pa.types.is_dictionary(f.type)])
+
+    scan = scan_pcap(path)
+    sink: ParquetSink | None = None
+    try:
+        for batch in scan:
+            # opened at the first batch: a capture that fails at its header leaves no file
+            sink = sink or open_sink()
+            sink.write(batch)
+        report = scan.report.check()
+        if sink is None:
+            sink = open_sink()
+            sink.write(empty_request_table())
+        sink.close()
+    except BaseException:
+        if sink is not None:
+            sink.abort()
+        raise
+    return sink.rows, report
