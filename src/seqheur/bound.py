@@ -386,7 +386,8 @@ def _cache_bytes(cache: Any) -> int | None:
 
 def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAULT.profile,
           block_size: Any = None, *, file_sizes: Any = "auto", layout: Any = None,
-          drive_cache: bool = True, sizes_from: Any = None) -> dict[str, Any]:
+          drive_cache: bool = True, sizes_from: Any = None, timing: Any = None,
+          oracle: bool = True) -> dict[str, Any]:
     """Lower bounds of a trace (module docstring): a dict with ``lower_bound_disk_seconds``
     (None without a profile), ``belady_misses``, ``lru_misses``, ``distinct_blocks``,
     ``requests``, ``block_size``, ``cache_bytes``, ``profile`` and the bound's terms.
@@ -420,6 +421,7 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
                                "file_sizes (or profile=None)")
         model = DiskModel.from_profile(profile, layout if layout is not None else Layout(),
                                        drive_cache=drive_cache)
+    eof_sizes = sizes
     if sizes is None:  # no end of file: every READ is demanded whole
         sizes = np.full(stream.n_files, np.iinfo(np.int64).max // 4, np.int64)
     rf, rb = demand_refs(stream, sizes, bs)
@@ -445,6 +447,13 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
         "files": stream.n_files,
         "lower_bound_disk_seconds": None,
     }
+    if oracle:
+        out.update(_oracle_keys(stream, eof_sizes, bs, cache_bytes, distinct, profile, layout,
+                                drive_cache, timing))
+        from .oracle import reference_schedules
+
+        out.update(reference_schedules(stream, eof_sizes, cache_blocks=cap if cap is not None
+                                       else distinct + 1, block_size=bs, model=model))
     if model is None:
         return out
     terms = disk_bound(model, sizes, uniq >> np.int64(C.KEY_SHIFT),
@@ -460,6 +469,26 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
         out["bound_first_seconds"] + out["bound_transfer_seconds"] + out["bound_gap_seconds"]
         + reread)
     return out
+
+
+def _oracle_keys(stream: ReadStream, sizes: Any, bs: int, cache_bytes: int | None,
+                 distinct: int, profile: Any, layout: Any, drive_cache: bool,
+                 timing: Any) -> dict[str, Any]:
+    """The oracle's replay (:mod:`seqheur.oracle`) as ``oracle_*`` keys; an unbounded cache
+    is one that holds every distinct block (the oracle inserts no other)."""
+    from .oracle import run_oracle
+
+    cb = cache_bytes if cache_bytes is not None else (distinct + 1) * bs
+    r = run_oracle(stream, sizes, cache_bytes=cb, block_size=bs, profile=profile,
+                   layout=layout, drive_cache=drive_cache, timing=timing)
+    keys = {"oracle_disk_seconds": r["disk_seconds"] if profile is not None else None,
+            "oracle_throughput_mbps": r["throughput_mbps"] if profile is not None else None,
+            "oracle_misses": r["misses"], "oracle_disk_ops": r["disk_ops"],
+            "oracle_prefetched": r["prefetched"]}
+    if "e2e_seconds" in r:
+        keys["oracle_e2e_seconds"] = r["e2e_seconds"]
+        keys["oracle_e2e_throughput_mbps"] = r["e2e_throughput_mbps"]
+    return keys
 
 
 __all__ = ["bound", "belady", "belady_misses", "demand_refs", "disk_bound", "distance_cost",

@@ -1,0 +1,570 @@
+"""The clairvoyant read-ahead (``oracle``): an achievable schedule that knows the future.
+
+    r = seqheur.oracle.run_oracle(stream, sizes, cache_bytes=..., block_size=16384,
+                                  profile="ide-7200")
+    r["disk_seconds"], r["misses"], r["throughput_mbps"]
+
+It is replayed by the same :class:`seqheur.replay.Replayer` as every detector (same table
+``ideal``, same buffer cache, same disk-op buffer handed to the same disk and timing models);
+only the serve step differs: :func:`oracle_serve` in place of a policy's. For every READ, in
+trace order, it
+
+1. accounts the demand blocks in order exactly as ``readahead.simple_request`` does (a
+   resident block is a hit and an LRU touch, a missing one a miss, inserted), so what it
+   reads is what any schedule must have in the cache at that moment;
+2. only when the READ missed, reads ahead in the same disk read: the following blocks of
+   the file that the file's **future demand** uses (known from the whole trace:
+   :class:`Future`) *before the cache would evict it*, skipping blocks already resident and
+   reading **over** a gap (resident blocks, blocks not needed) when the gap is at most
+   ``gap_blocks`` (its media time is below the command overhead plus the shortest
+   positioning a second read would pay), stopping at the first longer gap, at the end of
+   the file, or where a later READ would be served only in part (reading part of a READ
+   saves no disk read); the read ends after the last READ it serves whole. A block read
+   over is not inserted: caching it would only push out blocks that will be used;
+3. prices the read with and without the read-ahead on a **shadow of the drive** (the same
+   ``disk.model`` kernel and state, fed the same reads in the same order, so it is the
+   drive's state at this moment): it keeps the read-ahead unless the READ's own blocks
+   followed at once by the rest (the best case for stopping) cost less, e.g. when the
+   READ's blocks are in the drive's cache and the longer read is not.
+
+*Before the cache would evict it*: the cache is an LRU of ``C`` blocks, so a block inserted
+now survives to its use iff fewer than ``C`` other distinct blocks are accessed in between.
+Those are the demand references in between (``D`` distinct blocks, the block itself
+excluded) and the read-ahead blocks inserted in between and still unused at its use. The
+oracle keeps at most ``P = C // 2`` read-ahead blocks resident and unused (the cache's own
+count) and reads ahead a block only if ``D <= C - P`` (``reach``: for every demand
+reference, the furthest later reference with at most ``C - P + 1`` distinct blocks after
+it, the block itself among them; two pointers over the reference string). So every block it
+reads ahead is used before it is evicted, and a demand block of another reader loses at most
+``P`` places in the LRU list.
+
+It is a constructive schedule, not a proven optimum: docs/bound.md lists where a detector
+still beats it (the drive's segment cache and read-ahead reward some read sizes and orders
+the oracle does not look for; half the cache kept for other readers is too little for a
+lone reader in a tiny cache).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+from numba import njit
+
+from . import cache as C
+from . import engine as E
+from . import readahead as R
+from .disk.model import service_kernel
+from .bound import _heap_pop, _heap_push, demand_refs, next_uses
+from .replay import Replayer
+from .streams import ReadStream
+
+
+class Future(NamedTuple):
+    """What the oracle knows of the future, indexed by the trace's demand references (every
+    demanded block, READ by READ in trace order, as :func:`seqheur.bound.demand_refs`)."""
+
+    ref0: np.ndarray  # int64[requests]: index of the READ's first demand reference
+    ref_end: np.ndarray  # int64[refs]: the last block of the reference's READ
+    keys: np.ndarray  # int64[distinct]: the distinct block keys (cache.make_key), sorted
+    occ_first: np.ndarray  # int64[distinct + 1]: key j's references are occ[occ_first[j]:...]
+    occ: np.ndarray  # int64[refs]: reference indices grouped by key, ascending within a key
+    reach: np.ndarray  # int64[refs]: furthest reference with <= C - P + 1 distinct blocks
+    # after it (the block read ahead among them)
+    budget: int  # P: read-ahead blocks kept resident and unused at most
+    gap_blocks: int  # the longest gap a read covers rather than stop
+
+
+class Drive(NamedTuple):
+    """A shadow of the replay's drive (``disk.model`` state, serviced with the same reads in
+    the same order, so it is the drive's state at every decision), and scratch to price a
+    read on a copy of it. ``on`` 0: no disk model (every read costs the same)."""
+
+    on: int
+    state: np.ndarray  # int64: the drive's state (DiskModel.new_state layout)
+    trial: np.ndarray  # int64: scratch copy of it
+    ext_first: np.ndarray
+    ext_base: np.ndarray
+    extent_bytes: int
+    ip: np.ndarray
+    fp: np.ndarray
+    seek_d: np.ndarray
+    seek_t: np.ndarray
+    zone_start: np.ndarray
+    zone_rate: np.ndarray
+    op_file: np.ndarray  # int64[1]: one read, as service_kernel takes it
+    op_off: np.ndarray
+    op_len: np.ndarray
+    idle: np.ndarray  # float64[0]: back to back
+    out_s: np.ndarray  # float64[1]
+    out_f: np.ndarray  # uint8[1]
+
+
+def drive_of(model: Any, place: Any) -> Drive:
+    """The shadow of ``model`` (a DiskModel, or None) with files at ``place``."""
+    if model is None:
+        z = np.zeros(1, np.int64)
+        f = np.zeros(1, np.float64)
+        return Drive(0, z, z.copy(), z, z, 1, z, f, f, f, z, f, z.copy(), z.copy(), z.copy(),
+                     np.zeros(0, np.float64), f.copy(), np.zeros(1, np.uint8))
+    st = model.new_state()
+    return Drive(1, st, st.copy(), place.ext_first, place.ext_base, int(place.extent_bytes),
+                 *model.kernel_args(), np.zeros(1, np.int64), np.zeros(1, np.int64),
+                 np.zeros(1, np.int64), np.zeros(0, np.float64), np.zeros(1, np.float64),
+                 np.zeros(1, np.uint8))
+
+
+class OracleWorld(NamedTuple):
+    """``engine.World`` with the oracle's future (the engine's steps read fields by name)."""
+
+    policy: Any
+    policy_params: np.ndarray
+    cache: C.CacheState
+    fs: np.ndarray
+    fsize: np.ndarray
+    ctr: Any
+    lost: np.ndarray
+    req: Any
+    ops: R.OpBuffer
+    acts: Any
+    future: Future
+    drive: Drive
+
+
+# -------------------------------------------------------------------------------------------
+# the future, precomputed
+
+
+@njit(cache=True, nogil=True)
+def ref_starts(file, offset, count, sizes, bs, n_refs):
+    """Index of every READ's first demand reference (READs clipped at EOF as replay clips
+    them; a READ with no block gets the index of the next reference), and for every
+    reference the last block of its READ."""
+    n = file.shape[0]
+    out = np.empty(n, np.int64)
+    ends = np.empty(n_refs, np.int64)
+    k = 0
+    for i in range(n):
+        out[i] = k
+        off = offset[i]
+        cnt = min(np.int64(count[i]), sizes[file[i]] - off)
+        if cnt > 0:
+            hi = (off + cnt - 1) // bs
+            for _ in range(off // bs, hi + 1):
+                ends[k] = hi
+                k += 1
+    return out, ends
+
+
+@njit(cache=True, nogil=True)
+def reach(ids, n_ids, width):
+    """For each reference k, the largest r >= k such that references k+1..r name at most
+    ``width`` distinct blocks (two pointers: the window only moves forward)."""
+    n = ids.shape[0]
+    out = np.empty(n, np.int64)
+    held = np.zeros(n_ids, np.int64)
+    distinct = 0
+    r = 0  # the window is references k+1 .. r-1
+    for k in range(n):
+        if r < k + 1:
+            r = k + 1
+        while r < n and (held[ids[r]] > 0 or distinct < width):
+            if held[ids[r]] == 0:
+                distinct += 1
+            held[ids[r]] += 1
+            r += 1
+        out[k] = r - 1
+        if k + 1 < r:  # reference k+1 leaves the window of k+1's successor
+            j = ids[k + 1]
+            held[j] -= 1
+            if held[j] == 0:
+                distinct -= 1
+    return out
+
+
+def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_blocks: int,
+              gap_blocks: int) -> Future:
+    """The oracle's :class:`Future` for ``stream`` with a cache of ``cache_blocks`` blocks."""
+    sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+    rf, rb = demand_refs(stream, sizes, block_size)
+    keys = (rf << np.int64(C.KEY_SHIFT)) | rb
+    uniq, ids = np.unique(keys, return_inverse=True)
+    ids = ids.astype(np.int64)
+    occ = np.argsort(ids, kind="stable").astype(np.int64)
+    occ_first = np.searchsorted(ids[occ], np.arange(uniq.size + 1)).astype(np.int64)
+    budget = cache_blocks // 2
+    ref0, ref_end = ref_starts(np.ascontiguousarray(stream.file), np.ascontiguousarray(
+        stream.offset, dtype=np.int64), np.ascontiguousarray(stream.count), sizes,
+        np.int64(block_size), np.int64(rf.size))
+    return Future(
+        ref0=ref0, ref_end=ref_end,
+        keys=uniq.astype(np.int64), occ_first=occ_first, occ=occ,
+        reach=reach(ids, uniq.size, cache_blocks - budget + 1), budget=int(budget),
+        gap_blocks=int(gap_blocks))
+
+
+def gap_blocks_of(model: Any, block_size: int) -> int:
+    """The longest run of blocks whose media time is below the command overhead plus the
+    shortest positioning of ``model`` (a DiskModel; None: 0): reading over it is cheaper
+    than stopping and starting a second read after it."""
+    if model is None:
+        return 0
+    rate = float(model.zone_rate.max())
+    shortest = float(model.seek_t.min()) if model.seek_t.size else float(model.fparams[3])
+    return int((float(model.fparams[1]) + shortest) * rate // block_size)
+
+
+# -------------------------------------------------------------------------------------------
+# the serve step
+
+
+@njit(nogil=True, _nrt=False)
+def next_use(fut, key, k):
+    """The first demand reference of block ``key`` after reference ``k`` (-1: none)."""
+    keys = fut.keys
+    lo = 0
+    hi = keys.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if keys[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo >= keys.shape[0] or keys[lo] != key:
+        return -1
+    end = fut.occ_first[lo + 1]
+    a = fut.occ_first[lo]
+    b = end
+    while a < b:
+        mid = (a + b) >> 1
+        if fut.occ[mid] <= k:
+            a = mid + 1
+        else:
+            b = mid
+    return fut.occ[a] if a < end else -1
+
+
+@njit(nogil=True, _nrt=False)
+def service_one(dr, st, f, off, ln):
+    """Seconds the drive in state ``st`` takes for one read (``st`` advances)."""
+    dr.op_file[0] = f
+    dr.op_off[0] = off
+    dr.op_len[0] = ln
+    service_kernel(dr.op_file, dr.op_off, dr.op_len, dr.idle, dr.ext_first, dr.ext_base,
+                   dr.extent_bytes, dr.ip, dr.fp, dr.seek_d, dr.seek_t, dr.zone_start,
+                   dr.zone_rate, st, dr.out_s, dr.out_f)
+    return dr.out_s[0]
+
+
+@njit(nogil=True, _nrt=False)
+def price(dr, f, off, ln, fresh):
+    """Seconds of one read on the trial copy of the drive: from the drive's state when
+    ``fresh``, else after the reads priced since."""
+    if fresh:
+        for j in range(dr.state.shape[0]):
+            dr.trial[j] = dr.state[j]
+    return service_one(dr, dr.trial, f, off, ln)
+
+
+@njit(nogil=True, _nrt=False)
+def issue(world, f, start, last, eof, stamp):
+    """Read blocks start..last of file f as one disk read (the replay's and the shadow's)."""
+    bsize = world.policy.bsize
+    ln = R.op_bytes(start, last - start + 1, bsize, eof)
+    R.emit_op(world.ops, world.ctr, f, start * bsize, ln, True, stamp)
+    if world.drive.on != 0:
+        service_one(world.drive, world.drive.state, f, start * bsize, ln)
+
+
+@njit(nogil=True, _nrt=False)
+def wanted(c, fut, f, b, k, horizon):
+    """Block b of file f, if worth reading ahead now (after demand reference k): not
+    resident, and used again before the cache would evict it. Returns that use (a demand
+    reference), -1 when resident, -2 when not worth it."""
+    key = C.make_key(f, b)
+    if C.lookup(c, key) >= 0:
+        return -1
+    u = next_use(fut, key, k)
+    return u if u >= 0 and u <= horizon else -2
+
+
+@njit(nogil=True, _nrt=False)
+def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
+    """The oracle's serve step (module docstring); ``world`` is an :class:`OracleWorld`."""
+    pol = world.policy
+    c = world.cache
+    fs = world.fs
+    ctr = world.ctr
+    lost = world.lost
+    req = world.req
+    fut = world.future
+    dr = world.drive
+    eof = world.fsize[f]
+    cnt = R.begin_request(f, off, cnt, fresh, pol, eof, fs, ctr, req)
+    if cnt > 0:
+        bsh = pol.bshift
+        bsize = pol.bsize
+        d_lo = off >> bsh
+        d_hi = (off + cnt - 1) >> bsh
+        ctr.demand_blocks += d_hi - d_lo + 1
+        eof_blk = (eof + bsize - 1) >> bsh if eof >= 0 else -1
+        gap = fut.gap_blocks
+        start = -1  # first block of the read being built (-1: none)
+        last = -1  # its last block that has to be read
+        for b in range(d_lo, d_hi + 1):
+            e = C.lookup(c, C.make_key(f, b))
+            if e >= 0:
+                R.visit_resident(c, e, stamp, f, b, fs, ctr, lost, req)
+                continue
+            R.count_miss(c, -1, f, b, fs, ctr, lost, req)
+            e = R.insert_block(c, f, b, stamp, d_lo, d_hi, 0, ctr, req)
+            R.demand_use(c, e, ctr)
+            if start >= 0 and b - last - 1 > gap:
+                issue(world, f, start, last, eof, stamp)
+                start = -1
+            if start < 0:
+                start = b
+            last = b
+        if start >= 0:
+            # how far the read could go: the blocks the future needs before eviction
+            k = fut.ref0[stamp] + d_hi - d_lo  # this READ's last demand reference
+            horizon = fut.reach[k]
+            room = fut.budget - c.meta[C.M_PF_RESIDENT]
+            far = last  # the read ends here, or after the last READ it wholly serves
+            seen = last  # the last block wanted so far
+            whole = -1  # the last block of the READs the wanted blocks serve
+            b = d_hi + 1
+            while room > 0 and b - seen - 1 <= gap:
+                if eof_blk >= 0 and b >= eof_blk:
+                    break
+                u = wanted(c, fut, f, b, k, horizon)
+                if u == -2 and b <= whole:
+                    break  # a READ this read would serve in part only: no read saved
+                if u >= 0:
+                    seen = b
+                    room -= 1
+                    if fut.ref_end[u] > whole:
+                        whole = fut.ref_end[u]
+                if b >= whole and seen > far:
+                    far = seen
+                b += 1
+            if far > last and dr.on != 0:
+                # read ahead unless stopping at the demand, then reading the rest straight
+                # after it (the best case for stopping: no other read in between), costs less
+                near = R.op_bytes(start, last - start + 1, bsize, eof)
+                near_s = price(dr, f, start * bsize, near, True)
+                rest_s = price(dr, f, start * bsize + near,
+                               R.op_bytes(last + 1, far - last, bsize, eof), False)
+                far_s = price(dr, f, start * bsize,
+                              R.op_bytes(start, far - start + 1, bsize, eof), True)
+                if far_s > near_s + rest_s:
+                    far = last
+            for b in range(last + 1, far + 1):
+                if wanted(c, fut, f, b, k, horizon) >= 0:
+                    R.insert_block(c, f, b, stamp, d_lo, d_hi, 0, ctr, req)
+            issue(world, f, start, far, eof, stamp)
+    R.end_request(f, off, cnt, fs, req)
+    return seq
+
+
+# -------------------------------------------------------------------------------------------
+# the replay
+
+
+class OracleReplayer(Replayer):
+    """A :class:`Replayer` (table ``ideal``, no detector) whose serve step is the oracle's,
+    given the trace's :class:`Future` (the whole trace must be known before the first feed:
+    it is a schedule made offline)."""
+
+    def __init__(self, file_ids: np.ndarray, future: Future, *, block_size: int,
+                 **kwargs: Any) -> None:
+        super().__init__(file_ids, detector="never", table="ideal",
+                         policy=f"none:bsize={int(block_size)}", **kwargs)
+        from .tables import steps_of
+
+        self.world = OracleWorld(*self.world, future=future,
+                                 drive=drive_of(self.disk, getattr(self, "place", None)))
+        prepare, lookup = steps_of(self.model)
+        self._run = E.loop(prepare, lookup, E.without_nrt(self.spec.info.reset),
+                           E.no_decision, oracle_serve, E.admit_replay, E.record_replay)
+
+
+def run_oracle(stream: ReadStream, sizes: np.ndarray | None, *, cache_bytes: int,
+               block_size: int, profile: Any, layout: Any = None, drive_cache: bool = True,
+               timing: Any = None) -> dict[str, Any]:
+    """Replay ``stream`` through the oracle; the summary row (``seqheur.metrics`` columns)."""
+    from .disk.model import DiskModel, Layout
+
+    model = None
+    if profile is not None:
+        model = DiskModel.from_profile(profile, layout if layout is not None else Layout(),
+                                       drive_cache=drive_cache)
+    eof = sizes if sizes is not None else np.full(stream.n_files, np.iinfo(np.int64).max // 4,
+                                                  np.int64)
+    fut = future_of(stream, eof, block_size, cache_bytes // block_size,
+                    gap_blocks_of(model, block_size))
+    rp = OracleReplayer(stream.file_ids, fut, block_size=block_size, cache=cache_bytes,
+                        profile=profile, file_sizes=sizes, layout=layout,
+                        drive_cache=drive_cache, per_request=False, timing=timing)
+    rp.feed(stream)
+    out = rp.summary()
+    out["detector"] = out["policy"] = "oracle"
+    return out
+
+
+
+
+# -------------------------------------------------------------------------------------------
+# Cao, Felten, Karlin & Li's integrated prefetching and caching (SIGMETRICS 1995)
+
+
+@E.cache_by_sources  # calls the bound's heap: keyed by every source
+@njit(nogil=True)
+def conservative_fetches(ids, nxt, capacity, n_ids):
+    """*Conservative*: exactly the replacements of Belady's MIN (so its fetches are MIN's
+    misses), each fetch started as early as that allows. Its disk reads are MIN's missed
+    references, in reference order: returns their indices."""
+    n = ids.shape[0]
+    out = np.empty(n, np.int64)
+    m = 0
+    resident = np.zeros(n_ids, np.bool_)
+    next_of = np.zeros(n_ids, np.int64)
+    keys = np.empty(n + 1, np.int64)
+    vals = np.empty(n + 1, np.int64)
+    heap = 0
+    used = 0
+    for i in range(n):
+        b = ids[i]
+        if not resident[b]:
+            out[m] = i
+            m += 1
+            if used >= capacity:
+                while True:
+                    key, victim, heap = _heap_pop(keys, vals, heap)
+                    if resident[victim] and next_of[victim] == key:
+                        break
+                resident[victim] = False
+                used -= 1
+            resident[b] = True
+            used += 1
+        next_of[b] = nxt[i]
+        heap = _heap_push(keys, vals, heap, nxt[i], b)
+    return out[:m]
+
+
+@E.cache_by_sources
+@njit(nogil=True)
+def aggressive_fetches(ids, nxt, capacity, n_ids, fetch_time):
+    """*Aggressive*: whenever the disk is free, fetch the first block of the future
+    references not in the cache, evicting the block whose next reference is furthest away,
+    but only if that reference comes after the fetched block's ("do no harm"). Time: one
+    unit per reference served, ``fetch_time`` units per fetch, one fetch at a time.
+    Returns (the reference index each fetch is for, in issue order; elapsed time units)."""
+    n = ids.shape[0]
+    out = np.empty(n, np.int64)
+    m = 0
+    resident = np.zeros(n_ids, np.bool_)  # in the cache or being fetched into it
+    arrived = np.zeros(n_ids, np.bool_)
+    next_of = np.full(n_ids, n, np.int64)
+    keys = np.empty(2 * n + 1, np.int64)
+    vals = np.empty(2 * n + 1, np.int64)
+    heap = 0
+    used = 0
+    t = 0
+    busy_until = 0
+    flight = -1
+    p = 0
+    q = 0
+    while p < n:
+        if flight >= 0 and t >= busy_until:
+            arrived[flight] = True
+            flight = -1
+        if flight < 0:
+            if q < p:
+                q = p
+            while q < n and resident[ids[q]]:
+                q += 1
+            if q < n:
+                go = used < capacity
+                if not go:
+                    held = -1  # the block in flight, not a candidate (set aside)
+                    while True:  # the resident block referenced furthest away
+                        key, victim, heap = _heap_pop(keys, vals, heap)
+                        if resident[victim] and next_of[victim] == key:
+                            if arrived[victim]:
+                                break
+                            held = victim
+                    if held >= 0:
+                        heap = _heap_push(keys, vals, heap, next_of[held], held)
+                    if key > q:
+                        resident[victim] = False
+                        arrived[victim] = False
+                        used -= 1
+                        go = True
+                    else:
+                        heap = _heap_push(keys, vals, heap, key, victim)
+                if go:
+                    b = ids[q]
+                    resident[b] = True
+                    used += 1
+                    next_of[b] = q
+                    heap = _heap_push(keys, vals, heap, q, b)
+                    flight = b
+                    busy_until = t + fetch_time
+                    out[m] = q
+                    m += 1
+        b = ids[p]
+        if resident[b] and (arrived[b] or flight != b):
+            next_of[b] = nxt[p]
+            heap = _heap_push(keys, vals, heap, nxt[p], b)
+            p += 1
+            t += 1
+        else:  # stall until the block in flight (this one) arrives
+            t = busy_until
+    return out[:m], t
+
+
+def reference_schedules(stream: ReadStream, sizes: np.ndarray | None, *, cache_blocks: int,
+                        block_size: int, model: Any, fetch_time: int | None = None
+                        ) -> dict[str, Any]:
+    """Aggressive and conservative (above) over ``stream``'s demand references with a cache
+    of ``cache_blocks`` blocks, each fetch one block read by ``model`` (a DiskModel, or None:
+    no disk time), in issue order. ``fetch_time``: a fetch's time in references (default: a
+    block read at the drive's random positioning over the trace's mean time per demanded
+    block, at least 1)."""
+    eof = sizes if sizes is not None else np.full(stream.n_files, np.iinfo(np.int64).max // 4,
+                                                  np.int64)
+    eof = np.ascontiguousarray(eof, dtype=np.int64)
+    rf, rb = demand_refs(stream, eof, block_size)
+    keys = (rf << np.int64(C.KEY_SHIFT)) | rb
+    uniq, ids = np.unique(keys, return_inverse=True)
+    ids = ids.astype(np.int64)
+    nxt = next_uses(ids, uniq.size)
+    if fetch_time is None:
+        fetch_time = 1
+        span = float(stream.time_ns.max() - stream.time_ns.min()) if len(stream) else 0.0
+        if model is not None and span > 0 and ids.size:
+            block_s = float(model.fparams[3] + model.fparams[1]
+                            + block_size / model.zone_rate.max())
+            fetch_time = max(1, int(round(block_s / (span * 1e-9 / ids.size))))
+    out: dict[str, Any] = {"reference_fetch_time": int(fetch_time)}
+    cons = conservative_fetches(ids, nxt, np.int64(cache_blocks), uniq.size)
+    aggr, elapsed = aggressive_fetches(ids, nxt, np.int64(cache_blocks), uniq.size,
+                                       np.int64(fetch_time))
+    for name, refs in (("aggressive", aggr), ("conservative", cons)):
+        out[f"{name}_fetches"] = int(refs.size)
+        out[f"{name}_disk_seconds"] = None
+        if model is not None:
+            f = rf[refs]
+            b = rb[refs]
+            off = b * block_size
+            ln = np.minimum(block_size, eof[f] - off)
+            ln = np.where(ln < block_size, np.where(eof[f] > off, block_size, 0), ln)
+            res = model.service(f, off, ln, model.place(np.maximum(eof, 1)), model.new_state())
+            out[f"{name}_disk_seconds"] = float(np.cumsum(res.seconds)[-1]) if refs.size else 0.0
+    out["aggressive_elapsed_refs"] = int(elapsed)
+    return out
+
+
+__all__ = ["Future", "OracleReplayer", "aggressive_fetches", "conservative_fetches",
+           "future_of", "oracle_serve", "reference_schedules", "run_oracle"]
