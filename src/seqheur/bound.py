@@ -387,7 +387,7 @@ def _cache_bytes(cache: Any) -> int | None:
 def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAULT.profile,
           block_size: Any = None, *, file_sizes: Any = "auto", layout: Any = None,
           drive_cache: bool = True, sizes_from: Any = None, timing: Any = None,
-          oracle: bool = True) -> dict[str, Any]:
+          oracle: bool = True, references: bool = True) -> dict[str, Any]:
     """Lower bounds of a trace (module docstring): a dict with ``lower_bound_disk_seconds``
     (None without a profile), ``belady_misses``, ``lru_misses``, ``distinct_blocks``,
     ``requests``, ``block_size``, ``cache_bytes``, ``profile`` and the bound's terms.
@@ -424,13 +424,22 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
     eof_sizes = sizes
     if sizes is None:  # no end of file: every READ is demanded whole
         sizes = np.full(stream.n_files, np.iinfo(np.int64).max // 4, np.int64)
-    rf, rb = demand_refs(stream, sizes, bs)
-    keys = (rf << np.int64(C.KEY_SHIFT)) | rb
-    uniq, ids = np.unique(keys, return_inverse=True)
-    ids = ids.astype(np.int64)
+    from .oracle import refs_of
+
+    refs = refs_of(stream, sizes, bs)
+    rf, rb, uniq, ids, nxt = refs
     distinct = int(uniq.size)
-    nxt = next_uses(ids, distinct)
-    bel = distinct if cap is None else int(belady_misses(ids, nxt, cap, distinct))
+    from .oracle import conservative_fetches
+
+    # conservative's fetches are MIN's misses: one pass gives both
+    cons = (conservative_fetches(ids, nxt, np.int64(cap if cap is not None else distinct + 1),
+                                 distinct) if references else None)
+    if cap is None:
+        bel = distinct
+    elif cons is not None:
+        bel = int(cons.size)
+    else:
+        bel = int(belady_misses(ids, nxt, cap, distinct))
     lru = distinct if lru_cache is None else int(C.lru_misses(rf, rb, lru_cache))
     out: dict[str, Any] = {
         "requests": len(stream),
@@ -449,11 +458,13 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
     }
     if oracle:
         out.update(_oracle_keys(stream, eof_sizes, bs, cache_bytes, distinct, profile, layout,
-                                drive_cache, timing))
+                                drive_cache, timing, refs))
+    if references:
         from .oracle import reference_schedules
 
         out.update(reference_schedules(stream, eof_sizes, cache_blocks=cap if cap is not None
-                                       else distinct + 1, block_size=bs, model=model))
+                                       else distinct + 1, block_size=bs, model=model,
+                                       refs=refs, conservative=cons))
     if model is None:
         return out
     terms = disk_bound(model, sizes, uniq >> np.int64(C.KEY_SHIFT),
@@ -473,14 +484,15 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
 
 def _oracle_keys(stream: ReadStream, sizes: Any, bs: int, cache_bytes: int | None,
                  distinct: int, profile: Any, layout: Any, drive_cache: bool,
-                 timing: Any) -> dict[str, Any]:
+                 timing: Any, refs: Any) -> dict[str, Any]:
     """The oracle's replay (:mod:`seqheur.oracle`) as ``oracle_*`` keys; an unbounded cache
     is one that holds every distinct block (the oracle inserts no other)."""
     from .oracle import run_oracle
 
     cb = cache_bytes if cache_bytes is not None else (distinct + 1) * bs
     r = run_oracle(stream, sizes, cache_bytes=cb, block_size=bs, profile=profile,
-                   layout=layout, drive_cache=drive_cache, timing=timing)
+                   layout=layout, drive_cache=drive_cache, timing=timing,
+                   refs=refs if sizes is not None else None)
     keys = {"oracle_disk_seconds": r["disk_seconds"] if profile is not None else None,
             "oracle_throughput_mbps": r["throughput_mbps"] if profile is not None else None,
             "oracle_misses": r["misses"], "oracle_disk_ops": r["disk_ops"],

@@ -182,25 +182,59 @@ def reach(ids, n_ids, width):
     return out
 
 
-def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_blocks: int,
-              gap_blocks: int) -> Future:
-    """The oracle's :class:`Future` for ``stream`` with a cache of ``cache_blocks`` blocks."""
-    sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+class Refs(NamedTuple):
+    """A trace's demand references (:func:`seqheur.bound.demand_refs`) and their blocks'
+    identities, computed once and shared by the bound, the oracle and the reference
+    schedules."""
+
+    file: np.ndarray  # int64[refs]
+    block: np.ndarray  # int64[refs]
+    keys: np.ndarray  # int64[distinct]: sorted distinct keys (cache.make_key)
+    ids: np.ndarray  # int64[refs]: index of each reference's key in ``keys``
+    nxt: np.ndarray  # int64[refs]: the next reference to the same block (len: none)
+
+
+def refs_of(stream: ReadStream, sizes: np.ndarray, block_size: int) -> Refs:
+    """The :class:`Refs` of ``stream`` with READs clipped at ``sizes`` (int64 per file)."""
     rf, rb = demand_refs(stream, sizes, block_size)
     keys = (rf << np.int64(C.KEY_SHIFT)) | rb
     uniq, ids = np.unique(keys, return_inverse=True)
     ids = ids.astype(np.int64)
-    occ = np.argsort(ids, kind="stable").astype(np.int64)
-    occ_first = np.searchsorted(ids[occ], np.arange(uniq.size + 1)).astype(np.int64)
+    return Refs(rf, rb, uniq.astype(np.int64), ids, next_uses(ids, uniq.size))
+
+
+@njit(cache=True, nogil=True)
+def group_by_key(ids, n_ids):
+    """References grouped by key, ascending within a key (a counting sort): (occ_first,
+    occ) with key j's references at occ[occ_first[j]:occ_first[j + 1]]."""
+    first = np.zeros(n_ids + 1, np.int64)
+    for i in range(ids.shape[0]):
+        first[ids[i] + 1] += 1
+    for j in range(n_ids):
+        first[j + 1] += first[j]
+    fill = first[:n_ids].copy()
+    occ = np.empty(ids.shape[0], np.int64)
+    for i in range(ids.shape[0]):
+        occ[fill[ids[i]]] = i
+        fill[ids[i]] += 1
+    return first, occ
+
+
+def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_blocks: int,
+              gap_blocks: int, refs: Refs | None = None) -> Future:
+    """The oracle's :class:`Future` for ``stream`` with a cache of ``cache_blocks`` blocks
+    (``refs``: the stream's :class:`Refs`, if already computed)."""
+    sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+    if refs is None:
+        refs = refs_of(stream, sizes, block_size)
+    occ_first, occ = group_by_key(refs.ids, refs.keys.size)
     budget = cache_blocks // 2
     ref0, ref_end = ref_starts(np.ascontiguousarray(stream.file), np.ascontiguousarray(
         stream.offset, dtype=np.int64), np.ascontiguousarray(stream.count), sizes,
-        np.int64(block_size), np.int64(rf.size))
-    return Future(
-        ref0=ref0, ref_end=ref_end,
-        keys=uniq.astype(np.int64), occ_first=occ_first, occ=occ,
-        reach=reach(ids, uniq.size, cache_blocks - budget + 1), budget=int(budget),
-        gap_blocks=int(gap_blocks))
+        np.int64(block_size), np.int64(refs.ids.size))
+    return Future(ref0=ref0, ref_end=ref_end, keys=refs.keys, occ_first=occ_first, occ=occ,
+                  reach=reach(refs.ids, refs.keys.size, cache_blocks - budget + 1),
+                  budget=int(budget), gap_blocks=int(gap_blocks))
 
 
 def gap_blocks_of(model: Any, block_size: int) -> int:
@@ -391,8 +425,9 @@ class OracleReplayer(Replayer):
 
 def run_oracle(stream: ReadStream, sizes: np.ndarray | None, *, cache_bytes: int,
                block_size: int, profile: Any, layout: Any = None, drive_cache: bool = True,
-               timing: Any = None) -> dict[str, Any]:
-    """Replay ``stream`` through the oracle; the summary row (``seqheur.metrics`` columns)."""
+               timing: Any = None, refs: Refs | None = None) -> dict[str, Any]:
+    """Replay ``stream`` through the oracle; the summary row (``seqheur.metrics`` columns).
+    ``refs``: the stream's :class:`Refs` at these sizes, if already computed."""
     from .disk.model import DiskModel, Layout
 
     model = None
@@ -402,7 +437,7 @@ def run_oracle(stream: ReadStream, sizes: np.ndarray | None, *, cache_bytes: int
     eof = sizes if sizes is not None else np.full(stream.n_files, np.iinfo(np.int64).max // 4,
                                                   np.int64)
     fut = future_of(stream, eof, block_size, cache_bytes // block_size,
-                    gap_blocks_of(model, block_size))
+                    gap_blocks_of(model, block_size), refs)
     rp = OracleReplayer(stream.file_ids, fut, block_size=block_size, cache=cache_bytes,
                         profile=profile, file_sizes=sizes, layout=layout,
                         drive_cache=drive_cache, per_request=False, timing=timing)
@@ -525,21 +560,20 @@ def aggressive_fetches(ids, nxt, capacity, n_ids, fetch_time):
 
 
 def reference_schedules(stream: ReadStream, sizes: np.ndarray | None, *, cache_blocks: int,
-                        block_size: int, model: Any, fetch_time: int | None = None
-                        ) -> dict[str, Any]:
+                        block_size: int, model: Any, fetch_time: int | None = None,
+                        refs: Refs | None = None, conservative: Any = None) -> dict[str, Any]:
     """Aggressive and conservative (above) over ``stream``'s demand references with a cache
     of ``cache_blocks`` blocks, each fetch one block read by ``model`` (a DiskModel, or None:
     no disk time), in issue order. ``fetch_time``: a fetch's time in references (default: a
     block read at the drive's random positioning over the trace's mean time per demanded
-    block, at least 1)."""
+    block, at least 1). ``refs``: the stream's :class:`Refs` at these sizes, and
+    ``conservative``: :func:`conservative_fetches` of them, if already computed."""
     eof = sizes if sizes is not None else np.full(stream.n_files, np.iinfo(np.int64).max // 4,
                                                   np.int64)
     eof = np.ascontiguousarray(eof, dtype=np.int64)
-    rf, rb = demand_refs(stream, eof, block_size)
-    keys = (rf << np.int64(C.KEY_SHIFT)) | rb
-    uniq, ids = np.unique(keys, return_inverse=True)
-    ids = ids.astype(np.int64)
-    nxt = next_uses(ids, uniq.size)
+    if refs is None:
+        refs = refs_of(stream, eof, block_size)
+    rf, rb, uniq, ids, nxt = refs
     if fetch_time is None:
         fetch_time = 1
         span = float(stream.time_ns.max() - stream.time_ns.min()) if len(stream) else 0.0
@@ -548,7 +582,8 @@ def reference_schedules(stream: ReadStream, sizes: np.ndarray | None, *, cache_b
                             + block_size / model.zone_rate.max())
             fetch_time = max(1, int(round(block_s / (span * 1e-9 / ids.size))))
     out: dict[str, Any] = {"reference_fetch_time": int(fetch_time)}
-    cons = conservative_fetches(ids, nxt, np.int64(cache_blocks), uniq.size)
+    cons = (conservative if conservative is not None
+            else conservative_fetches(ids, nxt, np.int64(cache_blocks), uniq.size))
     aggr, elapsed = aggressive_fetches(ids, nxt, np.int64(cache_blocks), uniq.size,
                                        np.int64(fetch_time))
     for name, refs in (("aggressive", aggr), ("conservative", cons)):
@@ -566,5 +601,5 @@ def reference_schedules(stream: ReadStream, sizes: np.ndarray | None, *, cache_b
     return out
 
 
-__all__ = ["Future", "OracleReplayer", "aggressive_fetches", "conservative_fetches",
+__all__ = ["Future", "OracleReplayer", "Refs", "refs_of", "aggressive_fetches", "conservative_fetches",
            "future_of", "oracle_serve", "reference_schedules", "run_oracle"]
