@@ -390,7 +390,12 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
           oracle: bool = True, references: bool = True) -> dict[str, Any]:
     """Lower bounds of a trace (module docstring): a dict with ``lower_bound_disk_seconds``
     (None without a profile), ``belady_misses``, ``lru_misses``, ``distinct_blocks``,
-    ``requests``, ``block_size``, ``cache_bytes``, ``profile`` and the bound's terms.
+    ``requests``, ``block_size``, ``cache_bytes``, ``profile`` and the bound's terms; with
+    ``oracle`` the clairvoyant read-ahead's replay (:mod:`seqheur.oracle`:
+    ``oracle_disk_seconds``, ``oracle_throughput_mbps``, ``oracle_misses``, ...; ``timing``: a
+    timing model for its end-to-end columns); with ``references`` Cao et al.'s aggressive and
+    conservative schedules (``aggressive_disk_seconds``, ``conservative_disk_seconds``, their
+    fetches).
 
     ``trace_or_stream``, ``file_sizes``, ``layout``, ``drive_cache``, ``sizes_from`` and
     ``profile`` (a spec, a profile JSON path or None) are as for :func:`seqheur.replay`.
