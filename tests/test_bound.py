@@ -252,9 +252,9 @@ def test_cli_bound_json_and_errors() -> None:
     assert res.exit_code == 0 and "belady_misses" in res.output
 
 
-@pytest.mark.xfail(strict=True, reason="the oracle keeps half the cache for other readers: a "
-                   "lone reader in a tiny cache reads ahead less than fixed:N can "
-                   "(docs/bound.md, 'Where the oracle loses')")
+@pytest.mark.xfail(strict=True, reason="in a tiny cache the oracle's read of a file's partial "
+                   "last block alone is read whole, where fixed:N clips it inside a longer "
+                   "read (docs/bound.md, 'Where the oracle loses')")
 @settings(max_examples=25, deadline=None)
 @example(n=49, count=512, start=0, extra=0, profile="ide-7200", cache_blocks=4)
 @given(n=st.integers(1, 60), count=st.sampled_from([512, K4, K8, 32768, 100_000]),

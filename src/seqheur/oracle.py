@@ -30,18 +30,20 @@ trace order, it
 *Before the cache would evict it*: the cache is an LRU of ``C`` blocks, so a block inserted
 now survives to its use iff fewer than ``C`` other distinct blocks are accessed in between.
 Those are the demand references in between (``D`` distinct blocks, the block itself
-excluded) and the read-ahead blocks inserted in between and still unused at its use. The
-oracle keeps at most ``P = C // 2`` read-ahead blocks resident and unused (the cache's own
-count) and reads ahead a block only if ``D <= C - P`` (``reach``: for every demand
-reference, the furthest later reference with at most ``C - P + 1`` distinct blocks after
-it, the block itself among them; two pointers over the reference string). So every block it
-reads ahead is used before it is evicted, and a demand block of another reader loses at most
-``P`` places in the LRU list.
+excluded) and the read-ahead blocks inserted in between and still unused at its use. A block
+is read ahead under a budget ``P`` (:func:`budgets_of`: half the cache, three quarters, seven
+eighths, all but one): only if ``D <= C - P`` (``reach``: per budget and demand reference,
+the furthest later reference with at most ``C - P + 1`` distinct blocks after it, the block
+itself among them; two pointers over the reference string), and only while at most ``P``
+blocks read ahead wait unused, for the smallest budget among the waiting ones
+(:class:`Promises`). So every block read ahead is used before it is evicted, and a demand
+block of another reader loses at most ``P`` places in the LRU list. The largest budget the
+block's use allows is taken.
 
 It is a constructive schedule, not a proven optimum: docs/bound.md lists where a detector
 still beats it (the drive's segment cache and read-ahead reward some read sizes and orders
-the oracle does not look for; half the cache kept for other readers is too little for a
-lone reader in a tiny cache).
+the oracle does not look for; in a tiny cache a file's partial last block read alone is
+read whole).
 """
 
 from __future__ import annotations
@@ -69,10 +71,18 @@ class Future(NamedTuple):
     keys: np.ndarray  # int64[distinct]: the distinct block keys (cache.make_key), sorted
     occ_first: np.ndarray  # int64[distinct + 1]: key j's references are occ[occ_first[j]:...]
     occ: np.ndarray  # int64[refs]: reference indices grouped by key, ascending within a key
-    reach: np.ndarray  # int64[refs]: furthest reference with <= C - P + 1 distinct blocks
-    # after it (the block read ahead among them)
-    budget: int  # P: read-ahead blocks kept resident and unused at most
+    budgets: np.ndarray  # int64[L]: the read-ahead budgets P, ascending (<= C - 1)
+    reach: np.ndarray  # int64[L, refs]: per budget P, the furthest reference with at most
+    # C - P + 1 distinct blocks after the reference (the block read ahead among them)
     gap_blocks: int  # the longest gap a read covers rather than stop
+
+
+class Promises(NamedTuple):
+    """The blocks read ahead and not yet used, by the budget each was read under: while one
+    read under budget P is unused, at most P blocks read ahead may be unused."""
+
+    level: np.ndarray  # int8[distinct]: budget index of the block's pending read-ahead, -1
+    count: np.ndarray  # int64[L]: pending read-ahead blocks per budget index
 
 
 class Drive(NamedTuple):
@@ -128,6 +138,7 @@ class OracleWorld(NamedTuple):
     ops: R.OpBuffer
     acts: Any
     future: Future
+    promises: Promises
     drive: Drive
 
 
@@ -228,13 +239,29 @@ def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_bloc
     if refs is None:
         refs = refs_of(stream, sizes, block_size)
     occ_first, occ = group_by_key(refs.ids, refs.keys.size)
-    budget = cache_blocks // 2
+    budgets = budgets_of(cache_blocks)
     ref0, ref_end = ref_starts(np.ascontiguousarray(stream.file), np.ascontiguousarray(
         stream.offset, dtype=np.int64), np.ascontiguousarray(stream.count), sizes,
         np.int64(block_size), np.int64(refs.ids.size))
+    far = np.empty((budgets.size, refs.ids.size), np.int64)
+    for j, p in enumerate(budgets):
+        far[j] = reach(refs.ids, refs.keys.size, cache_blocks - int(p) + 1)
     return Future(ref0=ref0, ref_end=ref_end, keys=refs.keys, occ_first=occ_first, occ=occ,
-                  reach=reach(refs.ids, refs.keys.size, cache_blocks - budget + 1),
-                  budget=int(budget), gap_blocks=int(gap_blocks))
+                  budgets=budgets, reach=far, gap_blocks=int(gap_blocks))
+
+
+def budgets_of(cache_blocks: int) -> np.ndarray:
+    """Read-ahead budgets for a cache of ``cache_blocks`` blocks: half of it, three quarters,
+    seven eighths, all but one (distinct, at least 1; none for a one-block cache). A larger
+    budget lets more blocks wait unused but admits only blocks used sooner."""
+    c = int(cache_blocks)
+    want = {c // 2, c - c // 4, c - c // 8, c - 1}
+    return np.array(sorted(p for p in want if 1 <= p <= c - 1), np.int64)
+
+
+def new_promises(future: Future) -> Promises:
+    return Promises(np.full(future.keys.size, -1, np.int8),
+                    np.zeros(future.budgets.size, np.int64))
 
 
 def gap_blocks_of(model: Any, block_size: int) -> int:
@@ -253,8 +280,8 @@ def gap_blocks_of(model: Any, block_size: int) -> int:
 
 
 @njit(nogil=True, _nrt=False)
-def next_use(fut, key, k):
-    """The first demand reference of block ``key`` after reference ``k`` (-1: none)."""
+def key_index(fut, key):
+    """Index of block ``key`` among the trace's distinct blocks (-1: never demanded)."""
     keys = fut.keys
     lo = 0
     hi = keys.shape[0]
@@ -266,8 +293,14 @@ def next_use(fut, key, k):
             hi = mid
     if lo >= keys.shape[0] or keys[lo] != key:
         return -1
-    end = fut.occ_first[lo + 1]
-    a = fut.occ_first[lo]
+    return lo
+
+
+@njit(nogil=True, _nrt=False)
+def next_use(fut, j, k):
+    """The first demand reference of distinct block ``j`` after reference ``k`` (-1: none)."""
+    end = fut.occ_first[j + 1]
+    a = fut.occ_first[j]
     b = end
     while a < b:
         mid = (a + b) >> 1
@@ -276,6 +309,26 @@ def next_use(fut, key, k):
         else:
             b = mid
     return fut.occ[a] if a < end else -1
+
+
+@njit(nogil=True, _nrt=False)
+def level_for(fut, u, k):
+    """The largest budget (its index) under which a block read ahead after reference ``k``
+    and used at reference ``u`` survives, or -1."""
+    for j in range(fut.budgets.shape[0] - 1, -1, -1):
+        if u <= fut.reach[j, k]:
+            return j
+    return -1
+
+
+@njit(nogil=True, _nrt=False)
+def pending_cap(fut, prom):
+    """The most blocks read ahead that may be unused now: the smallest budget of a pending
+    one (the largest budget when none is pending)."""
+    for j in range(fut.budgets.shape[0]):
+        if prom.count[j] > 0:
+            return fut.budgets[j]
+    return fut.budgets[fut.budgets.shape[0] - 1]
 
 
 @njit(nogil=True, _nrt=False)
@@ -311,15 +364,22 @@ def issue(world, f, start, last, eof, stamp):
 
 
 @njit(nogil=True, _nrt=False)
-def wanted(c, fut, f, b, k, horizon):
+def wanted(c, fut, f, b, k):
     """Block b of file f, if worth reading ahead now (after demand reference k): not
-    resident, and used again before the cache would evict it. Returns that use (a demand
-    reference), -1 when resident, -2 when not worth it."""
+    resident, used again, and under some budget before the cache would evict it. Returns
+    (its distinct index, its budget index); budget index -1 when resident, -2 when not
+    worth it."""
     key = C.make_key(f, b)
     if C.lookup(c, key) >= 0:
-        return -1
-    u = next_use(fut, key, k)
-    return u if u >= 0 and u <= horizon else -2
+        return -1, -1
+    j = key_index(fut, key)
+    if j < 0:
+        return -1, -2
+    u = next_use(fut, j, k)
+    if u < 0:
+        return j, -2
+    lv = level_for(fut, u, k)
+    return j, (lv if lv >= 0 else -2)
 
 
 @njit(nogil=True, _nrt=False)
@@ -345,11 +405,23 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
         gap = fut.gap_blocks
         start = -1  # first block of the read being built (-1: none)
         last = -1  # its last block that has to be read
+        prom = world.promises
         for b in range(d_lo, d_hi + 1):
-            e = C.lookup(c, C.make_key(f, b))
+            key = C.make_key(f, b)
+            e = C.lookup(c, key)
             if e >= 0:
+                if C.flags(c, e) & C.F_PF:  # a block read ahead: its promise is kept
+                    j = key_index(fut, key)
+                    if j >= 0 and prom.level[j] >= 0:
+                        prom.count[prom.level[j]] -= 1
+                        prom.level[j] = -1
                 R.visit_resident(c, e, stamp, f, b, fs, ctr, lost, req)
                 continue
+            if c.meta[C.M_EVICT_UNUSED] > 0:  # a block read ahead was lost: free its promise
+                j = key_index(fut, key)
+                if j >= 0 and prom.level[j] >= 0:
+                    prom.count[prom.level[j]] -= 1
+                    prom.level[j] = -1
             R.count_miss(c, -1, f, b, fs, ctr, lost, req)
             e = R.insert_block(c, f, b, stamp, d_lo, d_hi, 0, ctr, req)
             R.demand_use(c, e, ctr)
@@ -359,26 +431,31 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
             if start < 0:
                 start = b
             last = b
-        if start >= 0:
+        if start >= 0 and fut.budgets.shape[0] > 0:
             # how far the read could go: the blocks the future needs before eviction
             k = fut.ref0[stamp] + d_hi - d_lo  # this READ's last demand reference
-            horizon = fut.reach[k]
-            room = fut.budget - c.meta[C.M_PF_RESIDENT]
+            cap = pending_cap(fut, prom)
+            pending = c.meta[C.M_PF_RESIDENT]
             far = last  # the read ends here, or after the last READ it wholly serves
             seen = last  # the last block wanted so far
             whole = -1  # the last block of the READs the wanted blocks serve
             b = d_hi + 1
-            while room > 0 and b - seen - 1 <= gap:
+            while b - seen - 1 <= gap:
                 if eof_blk >= 0 and b >= eof_blk:
                     break
-                u = wanted(c, fut, f, b, k, horizon)
-                if u == -2 and b <= whole:
-                    break  # a READ this read would serve in part only: no read saved
-                if u >= 0:
+                j, lv = wanted(c, fut, f, b, k)
+                if lv >= 0:
+                    if fut.budgets[lv] < cap:
+                        cap = fut.budgets[lv]
+                    if pending + 1 > cap:
+                        break  # no room: the budgets of the blocks waiting are spent
+                    pending += 1
                     seen = b
-                    room -= 1
+                    u = next_use(fut, j, k)
                     if fut.ref_end[u] > whole:
                         whole = fut.ref_end[u]
+                elif lv == -2 and b <= whole:
+                    break  # a READ this read would serve in part only: no read saved
                 if b >= whole and seen > far:
                     far = seen
                 b += 1
@@ -394,9 +471,14 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                 if far_s > near_s + rest_s:
                     far = last
             for b in range(last + 1, far + 1):
-                if wanted(c, fut, f, b, k, horizon) >= 0:
+                j, lv = wanted(c, fut, f, b, k)
+                if lv >= 0:
                     R.insert_block(c, f, b, stamp, d_lo, d_hi, 0, ctr, req)
+                    prom.level[j] = lv
+                    prom.count[lv] += 1
             issue(world, f, start, far, eof, stamp)
+        elif start >= 0:
+            issue(world, f, start, last, eof, stamp)
     R.end_request(f, off, cnt, fs, req)
     return seq
 
@@ -416,7 +498,7 @@ class OracleReplayer(Replayer):
                          policy=f"none:bsize={int(block_size)}", **kwargs)
         from .tables import steps_of
 
-        self.world = OracleWorld(*self.world, future=future,
+        self.world = OracleWorld(*self.world, future=future, promises=new_promises(future),
                                  drive=drive_of(self.disk, getattr(self, "place", None)))
         prepare, lookup = steps_of(self.model)
         self._run = E.loop(prepare, lookup, E.without_nrt(self.spec.info.reset),
