@@ -28,22 +28,23 @@ trace order, it
    READ's blocks are in the drive's cache and the longer read is not.
 
 *Before the cache would evict it*: the cache is an LRU of ``C`` blocks, so a block inserted
-now survives to its use iff fewer than ``C`` other distinct blocks are accessed in between.
+now survives to its use iff fewer than ``C`` other distinct blocks are touched in between.
 Those are the demand references in between (``D`` distinct blocks, the block itself
-excluded) and the read-ahead blocks inserted in between and still unused at its use. A block
-is read ahead under a budget ``P`` (:func:`budgets_of`: half the cache, three quarters, seven
-eighths, all but one): only if ``D <= C - P`` (``reach``: per budget and demand reference,
-the furthest later reference with at most ``C - P + 1`` distinct blocks after it, the block
-itself among them; two pointers over the reference string), and only while at most ``P``
-blocks read ahead wait unused, for the smallest budget among the waiting ones
-(:class:`Promises`). So every block read ahead is used before it is evicted, and a demand
-block of another reader loses at most ``P`` places in the LRU list. The largest budget the
-block's use allows is taken.
+excluded; bounded from above by the smallest of a few limits, :func:`limits_of`, with
+``reach``: per limit and demand reference, the furthest later reference with at most
+``limit + 1`` distinct blocks after it, two pointers over the reference string) and the blocks
+read ahead that are inserted before its use and used only after it (a block read ahead and
+used before it is one of the ``D``). So each block read ahead has a *slack*, ``C - 1 - D``
+less those blocks; a block is read ahead only if its own slack is >= 0 and every waiting
+block used before it (which it pushes down the LRU list) has slack >= 1, which it then
+spends (:class:`Pending`: a segment tree over reference indices, range add and range
+minimum, and a Fenwick tree counting the blocks waiting for a later use). Every block read
+ahead is therefore used before the cache evicts it. A demand block of another reader may be
+pushed out: the oracle does not protect re-references, which Belady-style eviction would.
 
 It is a constructive schedule, not a proven optimum: docs/bound.md lists where a detector
 still beats it (the drive's segment cache and read-ahead reward some read sizes and orders
-the oracle does not look for; in a tiny cache a file's partial last block read alone is
-read whole).
+the oracle does not look for).
 """
 
 from __future__ import annotations
@@ -71,18 +72,24 @@ class Future(NamedTuple):
     keys: np.ndarray  # int64[distinct]: the distinct block keys (cache.make_key), sorted
     occ_first: np.ndarray  # int64[distinct + 1]: key j's references are occ[occ_first[j]:...]
     occ: np.ndarray  # int64[refs]: reference indices grouped by key, ascending within a key
-    budgets: np.ndarray  # int64[L]: the read-ahead budgets P, ascending (<= C - 1)
-    reach: np.ndarray  # int64[L, refs]: per budget P, the furthest reference with at most
-    # C - P + 1 distinct blocks after the reference (the block read ahead among them)
+    cache_blocks: int  # C
+    limits: np.ndarray  # int64[L]: bounds on D, ascending (0 .. C - 1)
+    reach: np.ndarray  # int64[L, refs]: per bound D, the furthest reference with at most
+    # D + 1 distinct blocks after the reference (the block read ahead among them)
     gap_blocks: int  # the longest gap a read covers rather than stop
 
 
-class Promises(NamedTuple):
-    """The blocks read ahead and not yet used, by the budget each was read under: while one
-    read under budget P is unused, at most P blocks read ahead may be unused."""
+class Pending(NamedTuple):
+    """The blocks read ahead and not yet used, at the reference of their use: each one's
+    *slack* (how many more blocks may still be touched before its use without evicting it)
+    in a segment tree with range add and range minimum (over reference indices; unused
+    positions hold a huge value), and how many wait at each position (a Fenwick tree)."""
 
-    level: np.ndarray  # int8[distinct]: budget index of the block's pending read-ahead, -1
-    count: np.ndarray  # int64[L]: pending read-ahead blocks per budget index
+    tmin: np.ndarray  # int64[2N]: node minimum, its own pending add included
+    tadd: np.ndarray  # int64[2N]: add pending at an inner node
+    count: np.ndarray  # int64[N + 1]: Fenwick tree of waiting blocks per position
+    total: np.ndarray  # int64[1]: blocks waiting
+    undo: np.ndarray  # int64[C + 1]: positions admitted by the read being planned
 
 
 class Drive(NamedTuple):
@@ -138,7 +145,7 @@ class OracleWorld(NamedTuple):
     ops: R.OpBuffer
     acts: Any
     future: Future
-    promises: Promises
+    pending: Pending
     drive: Drive
 
 
@@ -239,29 +246,35 @@ def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_bloc
     if refs is None:
         refs = refs_of(stream, sizes, block_size)
     occ_first, occ = group_by_key(refs.ids, refs.keys.size)
-    budgets = budgets_of(cache_blocks)
+    limits = limits_of(cache_blocks)
     ref0, ref_end = ref_starts(np.ascontiguousarray(stream.file), np.ascontiguousarray(
         stream.offset, dtype=np.int64), np.ascontiguousarray(stream.count), sizes,
         np.int64(block_size), np.int64(refs.ids.size))
-    far = np.empty((budgets.size, refs.ids.size), np.int64)
-    for j, p in enumerate(budgets):
-        far[j] = reach(refs.ids, refs.keys.size, cache_blocks - int(p) + 1)
+    far = np.empty((limits.size, refs.ids.size), np.int64)
+    for j, d in enumerate(limits):
+        far[j] = reach(refs.ids, refs.keys.size, int(d) + 1)
     return Future(ref0=ref0, ref_end=ref_end, keys=refs.keys, occ_first=occ_first, occ=occ,
-                  budgets=budgets, reach=far, gap_blocks=int(gap_blocks))
+                  cache_blocks=int(cache_blocks), limits=limits, reach=far,
+                  gap_blocks=int(gap_blocks))
 
 
-def budgets_of(cache_blocks: int) -> np.ndarray:
-    """Read-ahead budgets for a cache of ``cache_blocks`` blocks: half of it, three quarters,
-    seven eighths, all but one (distinct, at least 1; none for a one-block cache). A larger
-    budget lets more blocks wait unused but admits only blocks used sooner."""
+def limits_of(cache_blocks: int) -> np.ndarray:
+    """The bounds on ``D`` (distinct blocks demanded before a block's use) the oracle can
+    tell apart: 0, 1, an eighth, a quarter, half, three quarters of the cache and all but one
+    block. A block is charged the smallest bound at least its ``D``."""
     c = int(cache_blocks)
-    want = {c // 2, c - c // 4, c - c // 8, c - 1}
-    return np.array(sorted(p for p in want if 1 <= p <= c - 1), np.int64)
+    want = {0, 1, c // 8, c // 4, c // 2, 3 * c // 4, c - 1}
+    return np.array(sorted(d for d in want if 0 <= d <= c - 1), np.int64)
 
 
-def new_promises(future: Future) -> Promises:
-    return Promises(np.full(future.keys.size, -1, np.int8),
-                    np.zeros(future.budgets.size, np.int64))
+_HUGE = 1 << 60
+
+
+def new_pending(future: Future) -> Pending:
+    n = 1 << max(1, int(future.occ.size).bit_length())
+    return Pending(np.full(2 * n, _HUGE, np.int64), np.zeros(2 * n, np.int64),
+                   np.zeros(n + 1, np.int64), np.zeros(1, np.int64),
+                   np.zeros(future.cache_blocks + 1, np.int64))
 
 
 def gap_blocks_of(model: Any, block_size: int) -> int:
@@ -312,23 +325,140 @@ def next_use(fut, j, k):
 
 
 @njit(nogil=True, _nrt=False)
-def level_for(fut, u, k):
-    """The largest budget (its index) under which a block read ahead after reference ``k``
-    and used at reference ``u`` survives, or -1."""
-    for j in range(fut.budgets.shape[0] - 1, -1, -1):
+def demand_limit(fut, u, k):
+    """The smallest bound on the distinct blocks demanded after reference ``k`` and before
+    reference ``u`` (the block used at ``u`` excluded), or -1 when above all bounds."""
+    for j in range(fut.limits.shape[0]):
         if u <= fut.reach[j, k]:
-            return j
+            return fut.limits[j]
     return -1
 
 
+# segment tree with range add and range minimum (iterative: an inner node keeps the add of
+# its whole range, counted in its minimum; a query pushes the adds above its ends down)
+
+
+@njit(nogil=True, _nrt=False, inline="always")
+def _apply(pd, p, v, n):
+    pd.tmin[p] += v
+    if p < n:
+        pd.tadd[p] += v
+
+
 @njit(nogil=True, _nrt=False)
-def pending_cap(fut, prom):
-    """The most blocks read ahead that may be unused now: the smallest budget of a pending
-    one (the largest budget when none is pending)."""
-    for j in range(fut.budgets.shape[0]):
-        if prom.count[j] > 0:
-            return fut.budgets[j]
-    return fut.budgets[fut.budgets.shape[0] - 1]
+def _build(pd, p):
+    while p > 1:
+        p >>= 1
+        pd.tmin[p] = min(pd.tmin[2 * p], pd.tmin[2 * p + 1]) + pd.tadd[p]
+
+
+@njit(nogil=True, _nrt=False)
+def _push(pd, p, n):
+    h = 0
+    while (1 << h) < n:
+        h += 1
+    for s in range(h, 0, -1):
+        i = p >> s
+        if pd.tadd[i] != 0:
+            _apply(pd, 2 * i, pd.tadd[i], n)
+            _apply(pd, 2 * i + 1, pd.tadd[i], n)
+            pd.tadd[i] = 0
+
+
+@njit(nogil=True, _nrt=False)
+def range_add(pd, lo, hi, v):
+    """Add ``v`` to the slack of every position in [lo, hi)."""
+    n = pd.tmin.shape[0] >> 1
+    if lo >= hi:
+        return
+    a = lo + n
+    b = hi + n
+    while a < b:
+        if a & 1:
+            _apply(pd, a, v, n)
+            a += 1
+        if b & 1:
+            b -= 1
+            _apply(pd, b, v, n)
+        a >>= 1
+        b >>= 1
+    _build(pd, lo + n)
+    _build(pd, hi + n - 1)
+
+
+@njit(nogil=True, _nrt=False)
+def range_min(pd, lo, hi):
+    """The smallest slack in [lo, hi) (huge when no block waits there)."""
+    n = pd.tmin.shape[0] >> 1
+    if lo >= hi:
+        return _HUGE
+    a = lo + n
+    b = hi + n
+    _push(pd, a, n)
+    _push(pd, b - 1, n)
+    res = _HUGE
+    while a < b:
+        if a & 1:
+            res = min(res, pd.tmin[a])
+            a += 1
+        if b & 1:
+            b -= 1
+            res = min(res, pd.tmin[b])
+        a >>= 1
+        b >>= 1
+    return res
+
+
+@njit(nogil=True, _nrt=False)
+def _set(pd, pos, v):
+    n = pd.tmin.shape[0] >> 1
+    p = pos + n
+    _push(pd, p, n)
+    pd.tmin[p] = v
+    _build(pd, p)
+
+
+@njit(nogil=True, _nrt=False)
+def _count_add(pd, pos, v):
+    i = pos + 1
+    while i < pd.count.shape[0]:
+        pd.count[i] += v
+        i += i & -i
+
+
+@njit(nogil=True, _nrt=False)
+def _count_upto(pd, pos):
+    """Blocks waiting at positions 0..pos."""
+    i = pos + 1
+    s = 0
+    while i > 0:
+        s += pd.count[i]
+        i -= i & -i
+    return s
+
+
+@njit(nogil=True, _nrt=False)
+def admit(pd, fut, k, u, d):
+    """Read ahead, after reference ``k``, a block used at ``u`` with at most ``d`` distinct
+    blocks demanded in between, if no block read ahead is evicted unused for it: its own
+    slack (``C - 1 - d`` less the blocks waiting for a later use) and that of every waiting
+    block used before it (each of which it pushes down the LRU list) must stay >= 0."""
+    slack = fut.cache_blocks - 1 - d - (pd.total[0] - _count_upto(pd, u))
+    if slack < 0 or range_min(pd, k + 1, u) < 1:
+        return False
+    range_add(pd, k + 1, u, -1)
+    _set(pd, u, slack)
+    _count_add(pd, u, 1)
+    pd.total[0] += 1
+    return True
+
+
+@njit(nogil=True, _nrt=False)
+def release(pd, u):
+    """The block waiting for its use at ``u`` is used (or was lost)."""
+    _set(pd, u, _HUGE)
+    _count_add(pd, u, -1)
+    pd.total[0] -= 1
 
 
 @njit(nogil=True, _nrt=False)
@@ -365,21 +495,22 @@ def issue(world, f, start, last, eof, stamp):
 
 @njit(nogil=True, _nrt=False)
 def wanted(c, fut, f, b, k):
-    """Block b of file f, if worth reading ahead now (after demand reference k): not
-    resident, used again, and under some budget before the cache would evict it. Returns
-    (its distinct index, its budget index); budget index -1 when resident, -2 when not
-    worth it."""
+    """Block b of file f as a read-ahead candidate after demand reference k: (its next use,
+    the bound on the distinct blocks demanded before it); use -1 when resident, -2 when
+    never used again or used too late to survive in the cache."""
     key = C.make_key(f, b)
     if C.lookup(c, key) >= 0:
         return -1, -1
     j = key_index(fut, key)
     if j < 0:
-        return -1, -2
+        return -2, -1
     u = next_use(fut, j, k)
     if u < 0:
-        return j, -2
-    lv = level_for(fut, u, k)
-    return j, (lv if lv >= 0 else -2)
+        return -2, -1
+    d = demand_limit(fut, u, k)
+    if d < 0:
+        return -2, -1
+    return u, d
 
 
 @njit(nogil=True, _nrt=False)
@@ -405,23 +536,18 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
         gap = fut.gap_blocks
         start = -1  # first block of the read being built (-1: none)
         last = -1  # its last block that has to be read
-        prom = world.promises
+        pd = world.pending
+        k0 = fut.ref0[stamp] - d_lo  # + b: block b's demand reference
         for b in range(d_lo, d_hi + 1):
             key = C.make_key(f, b)
             e = C.lookup(c, key)
             if e >= 0:
-                if C.flags(c, e) & C.F_PF:  # a block read ahead: its promise is kept
-                    j = key_index(fut, key)
-                    if j >= 0 and prom.level[j] >= 0:
-                        prom.count[prom.level[j]] -= 1
-                        prom.level[j] = -1
+                if C.flags(c, e) & C.F_PF:  # a block read ahead reaches its use
+                    release(pd, k0 + b)
                 R.visit_resident(c, e, stamp, f, b, fs, ctr, lost, req)
                 continue
-            if c.meta[C.M_EVICT_UNUSED] > 0:  # a block read ahead was lost: free its promise
-                j = key_index(fut, key)
-                if j >= 0 and prom.level[j] >= 0:
-                    prom.count[prom.level[j]] -= 1
-                    prom.level[j] = -1
+            if c.meta[C.M_EVICT_UNUSED] > 0 and C.ghost_of(c, key) >= 0:
+                release(pd, k0 + b)  # read ahead and lost (not expected): stop waiting
             R.count_miss(c, -1, f, b, fs, ctr, lost, req)
             e = R.insert_block(c, f, b, stamp, d_lo, d_hi, 0, ctr, req)
             R.demand_use(c, e, ctr)
@@ -431,33 +557,32 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
             if start < 0:
                 start = b
             last = b
-        if start >= 0 and fut.budgets.shape[0] > 0:
+        if start >= 0:
             # how far the read could go: the blocks the future needs before eviction
             k = fut.ref0[stamp] + d_hi - d_lo  # this READ's last demand reference
-            cap = pending_cap(fut, prom)
-            pending = c.meta[C.M_PF_RESIDENT]
             far = last  # the read ends here, or after the last READ it wholly serves
             seen = last  # the last block wanted so far
             whole = -1  # the last block of the READs the wanted blocks serve
+            n_adm = 0  # admitted so far (pd.undo[:n_adm]: their uses)
+            kept = 0  # of them, up to far
             b = d_hi + 1
-            while b - seen - 1 <= gap:
+            while b - seen - 1 <= gap and n_adm < pd.undo.shape[0]:
                 if eof_blk >= 0 and b >= eof_blk:
                     break
-                j, lv = wanted(c, fut, f, b, k)
-                if lv >= 0:
-                    if fut.budgets[lv] < cap:
-                        cap = fut.budgets[lv]
-                    if pending + 1 > cap:
-                        break  # no room: the budgets of the blocks waiting are spent
-                    pending += 1
+                u, d = wanted(c, fut, f, b, k)
+                if u >= 0:
+                    if not admit(pd, fut, k, u, d):
+                        break  # it, or a block waiting, would be evicted unused
+                    pd.undo[n_adm] = u
+                    n_adm += 1
                     seen = b
-                    u = next_use(fut, j, k)
                     if fut.ref_end[u] > whole:
                         whole = fut.ref_end[u]
-                elif lv == -2 and b <= whole:
+                elif u == -2 and b <= whole:
                     break  # a READ this read would serve in part only: no read saved
                 if b >= whole and seen > far:
                     far = seen
+                    kept = n_adm
                 b += 1
             if far > last and dr.on != 0:
                 # read ahead unless stopping at the demand, then reading the rest straight
@@ -470,15 +595,14 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                               R.op_bytes(start, far - start + 1, bsize, eof), True)
                 if far_s > near_s + rest_s:
                     far = last
+                    kept = 0
+            for i in range(n_adm - 1, kept - 1, -1):  # admitted, then not read: undone
+                release(pd, pd.undo[i])
+                range_add(pd, k + 1, pd.undo[i], 1)
             for b in range(last + 1, far + 1):
-                j, lv = wanted(c, fut, f, b, k)
-                if lv >= 0:
+                if wanted(c, fut, f, b, k)[0] >= 0:
                     R.insert_block(c, f, b, stamp, d_lo, d_hi, 0, ctr, req)
-                    prom.level[j] = lv
-                    prom.count[lv] += 1
             issue(world, f, start, far, eof, stamp)
-        elif start >= 0:
-            issue(world, f, start, last, eof, stamp)
     R.end_request(f, off, cnt, fs, req)
     return seq
 
@@ -498,7 +622,7 @@ class OracleReplayer(Replayer):
                          policy=f"none:bsize={int(block_size)}", **kwargs)
         from .tables import steps_of
 
-        self.world = OracleWorld(*self.world, future=future, promises=new_promises(future),
+        self.world = OracleWorld(*self.world, future=future, pending=new_pending(future),
                                  drive=drive_of(self.disk, getattr(self, "place", None)))
         prepare, lookup = steps_of(self.model)
         self._run = E.loop(prepare, lookup, E.without_nrt(self.spec.info.reset),
