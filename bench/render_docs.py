@@ -103,9 +103,10 @@ kernels; sampling starts after the warm-up). What it found so far, and what was 
   with most blocks read ahead in clusters), while the bound does several passes of the same
   size over the demand references: the sort that numbers the distinct blocks, two Belady
   MIN runs (at the cache size and with the drive's segments added) with a heap each, the
-  oracle's own replay (a binary search per block it considers reading ahead and a priced
-  trial on a shadow of the drive per read), and for the reference schedules a MIN and an
-  aggressive pass with a heap and a disk-model run of one read per fetched block.
+  oracle's own replay, the largest part at about 5x a replay (a binary search per block it
+  considers reading ahead, a priced trial on a shadow of the drive per read, segment-tree
+  updates over all reference indices per block read ahead), and for the reference schedules
+  an aggressive pass with a heap and a disk-model run of one read per fetched block.
 """
 
 ORDER = ["detect", "replay", "engine_ab", "pcap", "nfsdump", "stats", "disk", "sweep", "cli", "scaling",

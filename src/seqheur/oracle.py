@@ -90,6 +90,7 @@ class Pending(NamedTuple):
     count: np.ndarray  # int64[N + 1]: Fenwick tree of waiting blocks per position
     total: np.ndarray  # int64[1]: blocks waiting
     undo: np.ndarray  # int64[C + 1]: positions admitted by the read being planned
+    height: int  # log2(N)
 
 
 class Drive(NamedTuple):
@@ -271,10 +272,11 @@ _HUGE = 1 << 60
 
 
 def new_pending(future: Future) -> Pending:
-    n = 1 << max(1, int(future.occ.size).bit_length())
+    h = max(1, int(future.occ.size).bit_length())
+    n = 1 << h
     return Pending(np.full(2 * n, _HUGE, np.int64), np.zeros(2 * n, np.int64),
                    np.zeros(n + 1, np.int64), np.zeros(1, np.int64),
-                   np.zeros(future.cache_blocks + 1, np.int64))
+                   np.zeros(future.cache_blocks + 1, np.int64), h)
 
 
 def gap_blocks_of(model: Any, block_size: int) -> int:
@@ -354,10 +356,7 @@ def _build(pd, p):
 
 @njit(nogil=True, _nrt=False)
 def _push(pd, p, n):
-    h = 0
-    while (1 << h) < n:
-        h += 1
-    for s in range(h, 0, -1):
+    for s in range(pd.height, 0, -1):
         i = p >> s
         if pd.tadd[i] != 0:
             _apply(pd, 2 * i, pd.tadd[i], n)
