@@ -49,6 +49,24 @@ def test_compare_outputs(report_dir):
     assert df.filter(pl.col("table") == "nfsheur:8x2")["table_ejections"].sum() > 0
 
 
+def test_compare_reports_the_oracle_and_the_bound(report_dir):
+    """Every row carries the oracle's and the lower bound's throughput at its block size and
+    its share of the achievable gain; the HTML lists the oracle and the bound as rows."""
+    out, res = report_dir
+    df = res.summary
+    never = compare(out / "t.parquet", "never", "ideal", policy="none:bsize=16384",
+                    profile="ide-7200", cache="32MiB").summary.row(0, named=True)
+    assert never["gain_fraction"] == pytest.approx(0.0, abs=1e-12)
+    for r in df.iter_rows(named=True):
+        assert r["lower_bound_throughput_mbps"] >= r["oracle_throughput_mbps"] * (1 - 1e-9)
+        assert r["oracle_throughput_mbps"] == pytest.approx(never["oracle_throughput_mbps"])
+        want = (r["throughput_mbps"] - never["throughput_mbps"]) / (
+            r["oracle_throughput_mbps"] - never["throughput_mbps"])
+        assert r["gain_fraction"] == pytest.approx(want, rel=1e-9)
+    html = (out / "r" / "index.html").read_text()
+    assert ">oracle</td>" in html and ">lower bound</td>" in html
+
+
 def test_compare_cli_json(tmp_path):
     write_parquet(workloads.paper(2, 2, seed=1), tmp_path / "t.parquet")
     res = CliRunner().invoke(cli, ["compare", str(tmp_path / "t.parquet"), "--detectors", "freebsd4,always",

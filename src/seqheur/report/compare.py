@@ -16,7 +16,8 @@ import numpy as np
 from ..config import DEFAULT
 from ..errors import SeqheurError
 
-SUMMARY_COLUMNS = ("detector", "table", "throughput_mbps", "disk_seconds", "coverage", "accuracy",
+SUMMARY_COLUMNS = ("detector", "table", "throughput_mbps", "disk_seconds", "gain_fraction",
+                   "coverage", "accuracy",
                    "hits", "misses", "prefetched", "prefetch_used", "prefetch_wasted",
                    "table_ejections", "lost_ejected", "lost_reordered", "lost_nonsequential",
                    "lost_cold", "lost_evicted", "disk_ops")
@@ -88,6 +89,7 @@ def compare(trace, detectors: str | Sequence[str] = ("freebsd4", "slowdown", "cu
             rows.append(row)
             per_request[(d, t)] = _per_request(res, stream)
             bar.advance()
+    references = achievable(stream, rows, opts, tabs[0]) if profile is not None else []
     summary = pl.DataFrame(rows, infer_schema_length=None)
     figs: dict[str, Path] = {}
     html_path = None
@@ -121,11 +123,18 @@ def compare(trace, detectors: str | Sequence[str] = ("freebsd4", "slowdown", "cu
         if best:
             rep.paragraph(best)
         cols = [c for c in SUMMARY_COLUMNS if c in summary.columns]
-        shown = summary.select(cols).to_dicts()
+        shown = summary.select(cols).to_dicts() + [{c: r.get(c) for c in cols}
+                                                   for r in references]
         heads = {c: unit_label(c) for c in ("throughput_mbps", "disk_seconds")}  # units, once
         rep.table([{heads.get(k, k): v for k, v in r.items()} for r in shown],
                   formats={"coverage": ".1%", "accuracy": ".1%", heads["throughput_mbps"]: ".2f",
-                           heads["disk_seconds"]: ".2f"})
+                           heads["disk_seconds"]: ".2f", "gain_fraction": ".1%"})
+        if references:
+            rep.paragraph("Last rows: the clairvoyant read-ahead (oracle) replayed through the "
+                          "same cache and disk, and the lower bound no schedule beats "
+                          "(docs/bound.md), at each block size of the rows above. "
+                          "gain_fraction: (throughput - never's) / (the oracle's - never's), "
+                          "the share of what read-ahead could gain that each heuristic gets.")
         note = undefined_note(shown, cols)
         if note:
             rep.paragraph(note)
@@ -146,6 +155,47 @@ def compare(trace, detectors: str | Sequence[str] = ("freebsd4", "slowdown", "cu
                     for k, v in s.items()}])
         html_path = rep.write(out / "index.html")
     return CompareResult(summary, figs, html_path, st.summary)
+
+
+def achievable(stream: Any, rows: list[dict[str, Any]], opts: dict[str, Any],
+               table: str) -> list[dict[str, Any]]:
+    """Add to every row ``oracle_throughput_mbps``, ``lower_bound_throughput_mbps`` (demand
+    bytes over the bound's disk seconds) and ``gain_fraction`` = (throughput - never's) /
+    (the oracle's - never's), all at the row's block size; return the oracle and lower-bound
+    rows (one pair per block size). ``never``: its replay with ``table`` and ``opts``."""
+    from ..bound import bound
+    from ..replay import replay
+
+    by_size: dict[int, dict[str, Any]] = {}
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        bs = int(row["block_size"])
+        if bs not in by_size:
+            b = bound(stream, cache=opts["cache"], profile=opts["profile"], block_size=bs,
+                      references=False)
+            never = replay(stream, detector="never", table=table, per_request=False,
+                           policy=f"none:bsize={bs}", cache=opts["cache"],
+                           profile=opts["profile"]).to_dict()
+            low = b["lower_bound_disk_seconds"]
+            demand = float(row["demand_bytes"])
+            by_size[bs] = {"oracle": b["oracle_throughput_mbps"], "never": never["throughput_mbps"],
+                           "low": demand / 1e6 / low if low else None}
+            label = f" ({bs // 1024} KiB blocks)" if len({int(r["block_size"]) for r in rows}) > 1 else ""
+            out.append({"detector": f"oracle{label}", "table": "-",
+                        "throughput_mbps": b["oracle_throughput_mbps"],
+                        "disk_seconds": b["oracle_disk_seconds"], "gain_fraction": 1.0,
+                        "misses": b["oracle_misses"], "prefetched": b["oracle_prefetched"],
+                        "disk_ops": b["oracle_disk_ops"]})
+            out.append({"detector": f"lower bound{label}", "table": "-",
+                        "throughput_mbps": by_size[bs]["low"], "disk_seconds": low})
+        ref = by_size[bs]
+        row["oracle_throughput_mbps"] = ref["oracle"]
+        row["lower_bound_throughput_mbps"] = ref["low"]
+        span = (ref["oracle"] or 0.0) - (ref["never"] or 0.0)
+        thr = row.get("throughput_mbps")
+        row["gain_fraction"] = ((thr - ref["never"]) / span if span > 0 and thr is not None
+                                and ref["never"] is not None else None)
+    return out
 
 
 def _per_request(result, stream) -> dict[str, np.ndarray]:
