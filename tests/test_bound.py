@@ -243,10 +243,12 @@ def test_cli_bound_json_and_errors() -> None:
     assert res.exit_code == 0, res.output
     r = json.loads(res.output)
     for key in ("lower_bound_disk_seconds", "belady_misses", "requests", "distinct_blocks",
-                "block_size", "cache_bytes", "profile", "lru_misses"):
+                "block_size", "cache_bytes", "profile", "lru_misses", "oracle_disk_seconds",
+                "oracle_throughput_mbps", "oracle_misses", "aggressive_disk_seconds",
+                "conservative_disk_seconds"):
         assert key in r
     assert r["belady_misses"] == r["distinct_blocks"] == 1536
-    assert 0 < r["lower_bound_disk_seconds"]
+    assert 0 < r["lower_bound_disk_seconds"] <= r["oracle_disk_seconds"]
     bad = CliRunner().invoke(cli, ["bound", DEMO, "--profile", "nosuch"])
     assert bad.exit_code == 1 and "nosuch" in bad.output and "ide-7200" in bad.output
     bad = CliRunner().invoke(cli, ["bound", DEMO, "--cache", "12x"])
@@ -277,3 +279,25 @@ def test_oracle_on_a_sequential_reader_no_worse_than_always(n: int, count: int, 
         disk = seqheur.replay(s, "always", "ideal", f"fixed:{window}", cache=cache,
                               profile=profile, file_sizes=sizes, per_request=False)
         assert best <= float(disk["disk_seconds"]) * (1 + 1e-9) + 1e-12, (window, best, disk)
+
+
+def test_bound_options_oracle_references_and_timing() -> None:
+    s = ReadStream.from_arrays([0] * 8 + [1] * 8, list(range(0, 8 * K8, K8)) * 2, [K8] * 16)
+    full = bound(s, cache="64KiB", profile="ide-7200", block_size=K8, timing="closed-loop")
+    for key in ("oracle_disk_seconds", "oracle_throughput_mbps", "oracle_misses",
+                "oracle_e2e_seconds", "aggressive_disk_seconds", "conservative_disk_seconds",
+                "aggressive_fetches", "conservative_fetches"):
+        assert full[key] is not None and full[key] >= 0, key
+    assert full["oracle_e2e_seconds"] >= full["oracle_disk_seconds"] * (1 - 1e-9)
+    # conservative fetches exactly Belady's misses; aggressive never fewer
+    assert full["conservative_fetches"] == full["belady_misses"] <= full["aggressive_fetches"]
+    assert full["aggressive_elapsed_refs"] >= full["demand_blocks"]
+    bare = bound(s, cache="64KiB", profile="ide-7200", block_size=K8, oracle=False,
+                 references=False)
+    assert not any(k.startswith(("oracle", "aggressive", "conservative")) for k in bare)
+    assert bare["belady_misses"] == full["belady_misses"]
+    assert bare["lower_bound_disk_seconds"] == full["lower_bound_disk_seconds"]
+    res = CliRunner().invoke(cli, ["bound", DEMO, "--no-references", "--json"])
+    assert res.exit_code == 0, res.output
+    r = json.loads(res.output)
+    assert "oracle_disk_seconds" in r and "aggressive_disk_seconds" not in r
