@@ -429,13 +429,11 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
     eof_sizes = sizes
     if sizes is None:  # no end of file: every READ is demanded whole
         sizes = np.full(stream.n_files, np.iinfo(np.int64).max // 4, np.int64)
-    from .oracle import refs_of
+    from .oracle import conservative_fetches, refs_of
 
     refs = refs_of(stream, sizes, bs)
     rf, rb, uniq, ids, nxt = refs
     distinct = int(uniq.size)
-    from .oracle import conservative_fetches
-
     # conservative's fetches are MIN's misses: one pass gives both
     cons = (conservative_fetches(ids, nxt, np.int64(cap if cap is not None else distinct + 1),
                                  distinct) if references else None)
