@@ -48,7 +48,8 @@ LAYERS = [
     ("ingest", ("ingest", "workloads")),
     ("streams", ("streams",)),
     ("models", ("heuristics", "tables", "cache", "readahead", "disk", "metrics", "timing")),
-    ("engine", ("engine", "config", "detect", "replay", "outofcore", "export", "bound")),
+    ("engine", ("engine", "config", "detect", "replay", "outofcore", "export", "bound",
+                "oracle")),
     ("report", ("report", "sweep", "tune", "lab", "demo", "kernelcheck")),
     ("front", ("commands", "cli", "__main__", "__init__")),
 ]

@@ -51,6 +51,26 @@ def test_compare_outputs(report_dir):
     assert df.filter(pl.col("table") == "nfsheur:8x2")["table_ejections"].sum() > 0
 
 
+def test_compare_reports_the_oracle_and_the_bound(report_dir):
+    """Every row carries the oracle's throughput and the lower bound at its block size and
+    its share of the achievable gain; the references are rows of the results and the page."""
+    out, res = report_dir
+    df = res.summary
+    never = compare(out / "t.parquet", "never", "ideal", policy="none:bsize=16384",
+                    profile="ide-7200", cache="32MiB").summary.row(0, named=True)
+    assert never["achievable_gain_fraction"] == pytest.approx(0.0, abs=1e-12)
+    refs = {r["detector"]: r for r in res.references.to_dicts()}
+    assert set(refs) == {"no read-ahead", "oracle", "lower bound"}  # one block size here
+    assert refs["lower bound"]["disk_seconds"] <= refs["oracle"]["disk_seconds"] * (1 + 1e-9)
+    for r in df.iter_rows(named=True):
+        assert r["oracle_throughput_mbps"] == pytest.approx(never["oracle_throughput_mbps"])
+        want = (r["throughput_mbps"] - never["throughput_mbps"]) / (
+            r["oracle_throughput_mbps"] - never["throughput_mbps"])
+        assert r["achievable_gain_fraction"] == pytest.approx(want, rel=1e-9)
+    html = (out / "r" / "index.html").read_text()
+    assert ">oracle</td>" in html and ">lower bound</td>" in html
+
+
 def test_compare_cli_json(tmp_path):
     write_parquet(workloads.paper(2, 2, seed=1), tmp_path / "t.parquet")
     res = CliRunner().invoke(cli, ["compare", str(tmp_path / "t.parquet"), "--detectors", "freebsd4,always",

@@ -386,10 +386,16 @@ def _cache_bytes(cache: Any) -> int | None:
 
 def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAULT.profile,
           block_size: Any = None, *, file_sizes: Any = "auto", layout: Any = None,
-          drive_cache: bool = True, sizes_from: Any = None) -> dict[str, Any]:
+          drive_cache: bool = True, sizes_from: Any = None, timing: Any = None,
+          oracle: bool = True, references: bool = True) -> dict[str, Any]:
     """Lower bounds of a trace (module docstring): a dict with ``lower_bound_disk_seconds``
     (None without a profile), ``belady_misses``, ``lru_misses``, ``distinct_blocks``,
-    ``requests``, ``block_size``, ``cache_bytes``, ``profile`` and the bound's terms.
+    ``requests``, ``block_size``, ``cache_bytes``, ``profile`` and the bound's terms; with
+    ``oracle`` the clairvoyant read-ahead's replay (:mod:`seqheur.oracle`:
+    ``oracle_disk_seconds``, ``oracle_throughput_mbps``, ``oracle_misses``, ...; ``timing``: a
+    timing model for its end-to-end columns); with ``references`` Cao et al.'s aggressive and
+    conservative schedules (``aggressive_disk_seconds``, ``conservative_disk_seconds``, their
+    fetches).
 
     ``trace_or_stream``, ``file_sizes``, ``layout``, ``drive_cache``, ``sizes_from`` and
     ``profile`` (a spec, a profile JSON path or None) are as for :func:`seqheur.replay`.
@@ -420,15 +426,23 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
                                "file_sizes (or profile=None)")
         model = DiskModel.from_profile(profile, layout if layout is not None else Layout(),
                                        drive_cache=drive_cache)
+    eof_sizes = sizes
     if sizes is None:  # no end of file: every READ is demanded whole
         sizes = np.full(stream.n_files, np.iinfo(np.int64).max // 4, np.int64)
-    rf, rb = demand_refs(stream, sizes, bs)
-    keys = (rf << np.int64(C.KEY_SHIFT)) | rb
-    uniq, ids = np.unique(keys, return_inverse=True)
-    ids = ids.astype(np.int64)
+    from .oracle import conservative_fetches, refs_of
+
+    refs = refs_of(stream, sizes, bs)
+    rf, rb, uniq, ids, nxt = refs
     distinct = int(uniq.size)
-    nxt = next_uses(ids, distinct)
-    bel = distinct if cap is None else int(belady_misses(ids, nxt, cap, distinct))
+    # conservative's fetches are MIN's misses: one pass gives both
+    cons = (conservative_fetches(ids, nxt, np.int64(cap if cap is not None else distinct + 1),
+                                 distinct) if references else None)
+    if cap is None:
+        bel = distinct
+    elif cons is not None:
+        bel = int(cons.size)
+    else:
+        bel = int(belady_misses(ids, nxt, cap, distinct))
     lru = distinct if lru_cache is None else int(C.lru_misses(rf, rb, lru_cache))
     out: dict[str, Any] = {
         "requests": len(stream),
@@ -445,6 +459,15 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
         "files": stream.n_files,
         "lower_bound_disk_seconds": None,
     }
+    if oracle:
+        out.update(_oracle_keys(stream, eof_sizes, bs, cache_bytes, distinct, profile, layout,
+                                drive_cache, timing, refs))
+    if references:
+        from .oracle import reference_schedules
+
+        out.update(reference_schedules(stream, eof_sizes, cache_blocks=cap if cap is not None
+                                       else distinct + 1, block_size=bs, model=model,
+                                       refs=refs, conservative=cons))
     if model is None:
         return out
     terms = disk_bound(model, sizes, uniq >> np.int64(C.KEY_SHIFT),
@@ -460,6 +483,27 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
         out["bound_first_seconds"] + out["bound_transfer_seconds"] + out["bound_gap_seconds"]
         + reread)
     return out
+
+
+def _oracle_keys(stream: ReadStream, sizes: Any, bs: int, cache_bytes: int | None,
+                 distinct: int, profile: Any, layout: Any, drive_cache: bool,
+                 timing: Any, refs: Any) -> dict[str, Any]:
+    """The oracle's replay (:mod:`seqheur.oracle`) as ``oracle_*`` keys; an unbounded cache
+    is one that holds every distinct block (the oracle inserts no other)."""
+    from .oracle import run_oracle
+
+    cb = cache_bytes if cache_bytes is not None else (distinct + 1) * bs
+    r = run_oracle(stream, sizes, cache_bytes=cb, block_size=bs, profile=profile,
+                   layout=layout, drive_cache=drive_cache, timing=timing,
+                   refs=refs if sizes is not None else None)
+    keys = {"oracle_disk_seconds": r["disk_seconds"] if profile is not None else None,
+            "oracle_throughput_mbps": r["throughput_mbps"] if profile is not None else None,
+            "oracle_misses": r["misses"], "oracle_disk_ops": r["disk_ops"],
+            "oracle_prefetched": r["prefetched"]}
+    if "e2e_seconds" in r:
+        keys["oracle_e2e_seconds"] = r["e2e_seconds"]
+        keys["oracle_e2e_throughput_mbps"] = r["e2e_throughput_mbps"]
+    return keys
 
 
 __all__ = ["bound", "belady", "belady_misses", "demand_refs", "disk_bound", "distance_cost",

@@ -85,6 +85,7 @@ def run_readers(setup: Setup, replay_summary: Callable[..., dict[str, Any]] | No
     from .. import workloads
     from ..replay import Replayer, observed_file_sizes
     from ..streams import reads
+    from .gain import gain_fraction
 
     rows = []
     for p in setup.reorder:
@@ -94,6 +95,7 @@ def run_readers(setup: Setup, replay_summary: Callable[..., dict[str, Any]] | No
                       .cast("int64").to_numpy().min()) for n in setup.readers]
         bounds = list(np.searchsorted(stream.time_ns, starts)) + [len(stream)]
         sizes = observed_file_sizes(stream)
+        first = len(rows)
         for prof, tab, det in itertools.product(setup.profiles, TABLES, READER_DETECTORS):
             rp = Replayer(stream.file_ids, detector=det, table=tab, cache=CACHE, profile=prof,
                           file_sizes=sizes, per_request=False)
@@ -106,7 +108,47 @@ def run_readers(setup: Setup, replay_summary: Callable[..., dict[str, Any]] | No
                 prev = cur
                 if bar is not None:
                     bar.advance()
+        for prof in setup.profiles:
+            ref = _achievable(stream, sizes, bounds, setup.readers, prof)
+            for row in rows[first:]:
+                if row["profile"] == prof:
+                    oracle, never = ref[row["readers"]]
+                    row["oracle_throughput_mbps"] = oracle
+                    row["achievable_gain_fraction"] = gain_fraction(
+                        row.get("throughput_mbps"), never, oracle)
+            if bar is not None:
+                bar.advance()
     return pl.DataFrame(rows)
+
+
+def _achievable(stream, sizes, bounds, readers, profile) -> dict[int, tuple[float, float]]:
+    """Per iteration (reader count): the clairvoyant read-ahead's throughput (docs/bound.md)
+    and that of demand reads only (``never``, policy ``none``), each one replay of the whole
+    benchmark trace with state carried across iterations, as the detectors' rows."""
+    from ..bound import default_block_size
+    from ..disk.model import DiskModel
+    from ..oracle import OracleReplayer, future_of, gap_blocks_of
+    from ..options import parse_size
+    from ..replay import Replayer
+
+    bs = default_block_size()
+    cache = parse_size(CACHE)
+    fut = future_of(stream, sizes, bs, cache // bs,
+                    gap_blocks_of(DiskModel.from_profile(profile), bs))
+    runs = {"oracle": OracleReplayer(stream.file_ids, fut, block_size=bs, cache=CACHE,
+                                     profile=profile, file_sizes=sizes, per_request=False),
+            "never": Replayer(stream.file_ids, detector="never", table="freebsd4",
+                              policy=f"none:bsize={bs}", cache=CACHE, profile=profile,
+                              file_sizes=sizes, per_request=False)}
+    out: dict[int, list[float]] = {n: [] for n in readers}
+    for rp in runs.values():
+        prev: dict[str, Any] = {}
+        for n, lo, hi in zip(readers, bounds, bounds[1:]):
+            rp.feed(stream.slice(lo, hi))
+            cur = rp.summary()
+            out[n].append(float(_delta(cur, prev)["throughput_mbps"]))
+            prev = cur
+    return {n: (v[0], v[1]) for n, v in out.items()}
 
 
 def _delta(cur: dict[str, Any], prev: dict[str, Any]) -> dict[str, Any]:
@@ -177,7 +219,8 @@ def table1_cells(strides) -> list[dict[str, Any]]:
 def n_replays(setup: Setup) -> int:
     """Progress steps: one per replayed iteration or stride run."""
     return (len(setup.readers) * len(setup.reorder) * len(setup.profiles) * len(TABLES)
-            * len(READER_DETECTORS) + len(STRIDES) * len(setup.profiles) * len(STRIDE_DETECTORS))
+            * len(READER_DETECTORS) + len(setup.reorder) * len(setup.profiles)
+            + len(STRIDES) * len(setup.profiles) * len(STRIDE_DETECTORS))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -53,7 +53,8 @@ def references(stream: Any, rows: Sequence[dict[str, Any]], *, cache: Any, profi
     refs: list[dict[str, Any]] = []
     by_block: dict[int, dict[str, Any]] = {}
     for bs in sorted({int(r["block_size"]) for r in rows}):
-        b = bound(stream, cache=cache, profile=profile, block_size=bs, sizes_from=sizes_from)
+        b = bound(stream, cache=cache, profile=profile, block_size=bs, sizes_from=sizes_from,
+                  references=False)  # the oracle and the bound, not Cao et al.'s schedules
         never = replay(stream, "never", "ideal", f"none:bsize={bs}", cache, profile,
                        sizes_from=sizes_from, per_request=False).to_dict()
         demand = never["demand_bytes"]

@@ -1,0 +1,810 @@
+"""The clairvoyant read-ahead (``oracle``): an achievable schedule that knows the future.
+
+    r = seqheur.oracle.run_oracle(stream, sizes, cache_bytes=..., block_size=16384,
+                                  profile="ide-7200")
+    r["disk_seconds"], r["misses"], r["throughput_mbps"]
+
+It is replayed by the same :class:`seqheur.replay.Replayer` as every detector (same table
+``ideal``, same buffer cache, same disk-op buffer handed to the same disk and timing models);
+only the serve step differs: :func:`oracle_serve` in place of a policy's. For every READ, in
+trace order, it
+
+1. accounts the demand blocks in order exactly as ``readahead.simple_request`` does (a
+   resident block is a hit and an LRU touch, a missing one a miss, inserted), so what it
+   reads is what any schedule must have in the cache at that moment;
+2. only when the READ missed, reads ahead in the same disk read: the following blocks of
+   the file that the file's **future demand** uses (known from the whole trace:
+   :class:`Future`) *before the cache would evict it*, skipping blocks already resident and
+   reading **over** a gap (resident blocks, blocks not needed) when the gap is at most
+   ``gap_blocks`` (its media time is below the command overhead plus the shortest
+   positioning a second read would pay), stopping at the first longer gap, at the end of
+   the file, or where a later READ would be served only in part (reading part of a READ
+   saves no disk read); the read ends after the last READ it serves whole. A block read
+   over is not inserted: caching it would only push out blocks that will be used;
+3. prices the read with and without the read-ahead on a **shadow of the drive** (the same
+   ``disk.model`` kernel and state, fed the same reads in the same order, so it is the
+   drive's state at this moment): it keeps the read-ahead unless the READ's own blocks
+   followed at once by the rest (the best case for stopping) cost less, e.g. when the
+   READ's blocks are in the drive's cache and the longer read is not.
+
+*Before the cache would evict it*: the cache is an LRU of ``C`` blocks, so a block inserted
+now survives to its use iff fewer than ``C`` other distinct blocks are touched in between.
+Those are the demand references in between (``D`` distinct blocks, the block itself
+excluded; bounded from above by the smallest of a few limits, :func:`limits_of`, with
+``reach``: per limit and demand reference, the furthest later reference with at most
+``limit + 1`` distinct blocks after it, two pointers over the reference string) and the blocks
+read ahead that are inserted before its use and used only after it (a block read ahead and
+used before it is one of the ``D``). So each block read ahead has a *slack*, ``C - 1 - D``
+less those blocks; a block is read ahead only if its own slack is >= 0 and every waiting
+block used before it (which it pushes down the LRU list) has slack >= 1, which it then
+spends (:class:`Pending`: a segment tree over reference indices, range add and range
+minimum, and a Fenwick tree counting the blocks waiting for a later use). Every block read
+ahead is therefore used before the cache evicts it. A demand block of another reader may be
+pushed out: the oracle does not protect re-references, which Belady-style eviction would.
+
+It is a constructive schedule, not a proven optimum: docs/bound.md lists where a detector
+still beats it (the drive's segment cache and read-ahead reward some read sizes and orders
+the oracle does not look for).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+from numba import njit
+
+from . import cache as C
+from . import engine as E
+from . import readahead as R
+from .disk.model import service_kernel
+from .bound import _heap_pop, _heap_push, demand_refs, next_uses
+from .replay import Replayer
+from .streams import ReadStream
+
+
+class Future(NamedTuple):
+    """What the oracle knows of the future, indexed by the trace's demand references (every
+    demanded block, READ by READ in trace order, as :func:`seqheur.bound.demand_refs`)."""
+
+    ref0: np.ndarray  # int64[requests]: index of the READ's first demand reference
+    ref_end: np.ndarray  # int64[refs]: the last block of the reference's READ
+    keys: np.ndarray  # int64[distinct]: the distinct block keys (cache.make_key), sorted
+    occ_first: np.ndarray  # int64[distinct + 1]: key j's references are occ[occ_first[j]:...]
+    occ: np.ndarray  # int64[refs]: reference indices grouped by key, ascending within a key
+    cache_blocks: int  # C
+    limits: np.ndarray  # int64[L]: bounds on D, ascending (0 .. C - 1)
+    reach: np.ndarray  # int64[L, refs]: per bound D, the furthest reference with at most
+    # D + 1 distinct blocks after the reference (the block read ahead among them)
+    gap_blocks: int  # the longest gap a read covers rather than stop
+
+
+class Pending(NamedTuple):
+    """The blocks read ahead and not yet used, at the reference of their use: each one's
+    *slack* (how many more blocks may still be touched before its use without evicting it)
+    in a segment tree with range add and range minimum (over reference indices; unused
+    positions hold a huge value), and how many wait at each position (a Fenwick tree)."""
+
+    tmin: np.ndarray  # int64[2N]: node minimum, its own pending add included
+    tadd: np.ndarray  # int64[2N]: add pending at an inner node
+    count: np.ndarray  # int64[N + 1]: Fenwick tree of waiting blocks per position
+    total: np.ndarray  # int64[1]: blocks waiting
+    undo: np.ndarray  # int64[C + 1]: positions admitted by the read being planned
+    height: int  # log2(N)
+
+
+class Drive(NamedTuple):
+    """A shadow of the replay's drive (``disk.model`` state, serviced with the same reads in
+    the same order, so it is the drive's state at every decision), and scratch to price a
+    read on a copy of it. ``on`` 0: no disk model (every read costs the same)."""
+
+    on: int
+    state: np.ndarray  # int64: the drive's state (DiskModel.new_state layout)
+    trial: np.ndarray  # int64: scratch copy of it
+    ext_first: np.ndarray
+    ext_base: np.ndarray
+    extent_bytes: int
+    ip: np.ndarray
+    fp: np.ndarray
+    seek_d: np.ndarray
+    seek_t: np.ndarray
+    zone_start: np.ndarray
+    zone_rate: np.ndarray
+    op_file: np.ndarray  # int64[1]: one read, as service_kernel takes it
+    op_off: np.ndarray
+    op_len: np.ndarray
+    idle: np.ndarray  # float64[0]: back to back
+    out_s: np.ndarray  # float64[1]
+    out_f: np.ndarray  # uint8[1]
+
+
+def drive_of(model: Any, place: Any) -> Drive:
+    """The shadow of ``model`` (a DiskModel, or None) with files at ``place``."""
+    if model is None:
+        z = np.zeros(1, np.int64)
+        f = np.zeros(1, np.float64)
+        return Drive(0, z, z.copy(), z, z, 1, z, f, f, f, z, f, z.copy(), z.copy(), z.copy(),
+                     np.zeros(0, np.float64), f.copy(), np.zeros(1, np.uint8))
+    st = model.new_state()
+    return Drive(1, st, st.copy(), place.ext_first, place.ext_base, int(place.extent_bytes),
+                 *model.kernel_args(), np.zeros(1, np.int64), np.zeros(1, np.int64),
+                 np.zeros(1, np.int64), np.zeros(0, np.float64), np.zeros(1, np.float64),
+                 np.zeros(1, np.uint8))
+
+
+class OracleWorld(NamedTuple):
+    """``engine.World`` with the oracle's future (the engine's steps read fields by name)."""
+
+    policy: Any
+    policy_params: np.ndarray
+    cache: C.CacheState
+    fs: np.ndarray
+    fsize: np.ndarray
+    ctr: Any
+    lost: np.ndarray
+    req: Any
+    ops: R.OpBuffer
+    acts: Any
+    future: Future
+    pending: Pending
+    drive: Drive
+
+
+# -------------------------------------------------------------------------------------------
+# the future, precomputed
+
+
+@njit(cache=True, nogil=True)
+def ref_starts(file, offset, count, sizes, bs, n_refs):
+    """Index of every READ's first demand reference (READs clipped at EOF as replay clips
+    them; a READ with no block gets the index of the next reference), and for every
+    reference the last block of its READ."""
+    n = file.shape[0]
+    out = np.empty(n, np.int64)
+    ends = np.empty(n_refs, np.int64)
+    k = 0
+    for i in range(n):
+        out[i] = k
+        off = offset[i]
+        cnt = min(np.int64(count[i]), sizes[file[i]] - off)
+        if cnt > 0:
+            hi = (off + cnt - 1) // bs
+            for _ in range(off // bs, hi + 1):
+                ends[k] = hi
+                k += 1
+    return out, ends
+
+
+@njit(cache=True, nogil=True)
+def reach(ids, n_ids, width):
+    """For each reference k, the largest r >= k such that references k+1..r name at most
+    ``width`` distinct blocks (two pointers: the window only moves forward)."""
+    n = ids.shape[0]
+    out = np.empty(n, np.int64)
+    held = np.zeros(n_ids, np.int64)
+    distinct = 0
+    r = 0  # the window is references k+1 .. r-1
+    for k in range(n):
+        if r < k + 1:
+            r = k + 1
+        while r < n and (held[ids[r]] > 0 or distinct < width):
+            if held[ids[r]] == 0:
+                distinct += 1
+            held[ids[r]] += 1
+            r += 1
+        out[k] = r - 1
+        if k + 1 < r:  # reference k+1 leaves the window of k+1's successor
+            j = ids[k + 1]
+            held[j] -= 1
+            if held[j] == 0:
+                distinct -= 1
+    return out
+
+
+class Refs(NamedTuple):
+    """A trace's demand references (:func:`seqheur.bound.demand_refs`) and their blocks'
+    identities, computed once and shared by the bound, the oracle and the reference
+    schedules."""
+
+    file: np.ndarray  # int64[refs]
+    block: np.ndarray  # int64[refs]
+    keys: np.ndarray  # int64[distinct]: sorted distinct keys (cache.make_key)
+    ids: np.ndarray  # int64[refs]: index of each reference's key in ``keys``
+    nxt: np.ndarray  # int64[refs]: the next reference to the same block (len: none)
+
+
+def refs_of(stream: ReadStream, sizes: np.ndarray, block_size: int) -> Refs:
+    """The :class:`Refs` of ``stream`` with READs clipped at ``sizes`` (int64 per file)."""
+    rf, rb = demand_refs(stream, sizes, block_size)
+    keys = (rf << np.int64(C.KEY_SHIFT)) | rb
+    uniq, ids = np.unique(keys, return_inverse=True)
+    ids = ids.astype(np.int64)
+    return Refs(rf, rb, uniq.astype(np.int64), ids, next_uses(ids, uniq.size))
+
+
+@njit(cache=True, nogil=True)
+def group_by_key(ids, n_ids):
+    """References grouped by key, ascending within a key (a counting sort): (occ_first,
+    occ) with key j's references at occ[occ_first[j]:occ_first[j + 1]]."""
+    first = np.zeros(n_ids + 1, np.int64)
+    for i in range(ids.shape[0]):
+        first[ids[i] + 1] += 1
+    for j in range(n_ids):
+        first[j + 1] += first[j]
+    fill = first[:n_ids].copy()
+    occ = np.empty(ids.shape[0], np.int64)
+    for i in range(ids.shape[0]):
+        occ[fill[ids[i]]] = i
+        fill[ids[i]] += 1
+    return first, occ
+
+
+def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_blocks: int,
+              gap_blocks: int, refs: Refs | None = None) -> Future:
+    """The oracle's :class:`Future` for ``stream`` with a cache of ``cache_blocks`` blocks
+    (``refs``: the stream's :class:`Refs`, if already computed)."""
+    sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+    if refs is None:
+        refs = refs_of(stream, sizes, block_size)
+    occ_first, occ = group_by_key(refs.ids, refs.keys.size)
+    limits = limits_of(cache_blocks)
+    ref0, ref_end = ref_starts(np.ascontiguousarray(stream.file), np.ascontiguousarray(
+        stream.offset, dtype=np.int64), np.ascontiguousarray(stream.count), sizes,
+        np.int64(block_size), np.int64(refs.ids.size))
+    far = np.empty((limits.size, refs.ids.size), np.int64)
+    for j, d in enumerate(limits):
+        far[j] = reach(refs.ids, refs.keys.size, int(d) + 1)
+    return Future(ref0=ref0, ref_end=ref_end, keys=refs.keys, occ_first=occ_first, occ=occ,
+                  cache_blocks=int(cache_blocks), limits=limits, reach=far,
+                  gap_blocks=int(gap_blocks))
+
+
+def limits_of(cache_blocks: int) -> np.ndarray:
+    """The bounds on ``D`` (distinct blocks demanded before a block's use) the oracle can
+    tell apart: 0, 1, an eighth, a quarter, half, three quarters of the cache and all but one
+    block. A block is charged the smallest bound at least its ``D``."""
+    c = int(cache_blocks)
+    want = {0, 1, c // 8, c // 4, c // 2, 3 * c // 4, c - 1}
+    return np.array(sorted(d for d in want if 0 <= d <= c - 1), np.int64)
+
+
+_HUGE = 1 << 60
+
+
+def new_pending(future: Future) -> Pending:
+    h = max(1, int(future.occ.size).bit_length())
+    n = 1 << h
+    return Pending(np.full(2 * n, _HUGE, np.int64), np.zeros(2 * n, np.int64),
+                   np.zeros(n + 1, np.int64), np.zeros(1, np.int64),
+                   np.zeros(future.cache_blocks + 1, np.int64), h)
+
+
+def gap_blocks_of(model: Any, block_size: int) -> int:
+    """The longest run of blocks whose media time is below the command overhead plus the
+    shortest positioning of ``model`` (a DiskModel; None: 0): reading over it is cheaper
+    than stopping and starting a second read after it."""
+    if model is None:
+        return 0
+    rate = float(model.zone_rate.max())
+    shortest = float(model.seek_t.min()) if model.seek_t.size else float(model.fparams[3])
+    return int((float(model.fparams[1]) + shortest) * rate // block_size)
+
+
+# -------------------------------------------------------------------------------------------
+# the serve step
+
+
+@njit(nogil=True, _nrt=False)
+def key_index(fut, key):
+    """Index of block ``key`` among the trace's distinct blocks (-1: never demanded)."""
+    keys = fut.keys
+    lo = 0
+    hi = keys.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if keys[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo >= keys.shape[0] or keys[lo] != key:
+        return -1
+    return lo
+
+
+@njit(nogil=True, _nrt=False)
+def next_use(fut, j, k):
+    """The first demand reference of distinct block ``j`` after reference ``k`` (-1: none)."""
+    end = fut.occ_first[j + 1]
+    a = fut.occ_first[j]
+    b = end
+    while a < b:
+        mid = (a + b) >> 1
+        if fut.occ[mid] <= k:
+            a = mid + 1
+        else:
+            b = mid
+    return fut.occ[a] if a < end else -1
+
+
+@njit(nogil=True, _nrt=False)
+def demand_limit(fut, u, k):
+    """The smallest bound on the distinct blocks demanded after reference ``k`` and before
+    reference ``u`` (the block used at ``u`` excluded), or -1 when above all bounds."""
+    for j in range(fut.limits.shape[0]):
+        if u <= fut.reach[j, k]:
+            return fut.limits[j]
+    return -1
+
+
+# segment tree with range add and range minimum (iterative: an inner node keeps the add of
+# its whole range, counted in its minimum; a query pushes the adds above its ends down)
+
+
+@njit(nogil=True, _nrt=False, inline="always")
+def _apply(pd, p, v, n):
+    pd.tmin[p] += v
+    if p < n:
+        pd.tadd[p] += v
+
+
+@njit(nogil=True, _nrt=False)
+def _build(pd, p):
+    while p > 1:
+        p >>= 1
+        pd.tmin[p] = min(pd.tmin[2 * p], pd.tmin[2 * p + 1]) + pd.tadd[p]
+
+
+@njit(nogil=True, _nrt=False)
+def _push(pd, p, n):
+    for s in range(pd.height, 0, -1):
+        i = p >> s
+        if pd.tadd[i] != 0:
+            _apply(pd, 2 * i, pd.tadd[i], n)
+            _apply(pd, 2 * i + 1, pd.tadd[i], n)
+            pd.tadd[i] = 0
+
+
+@njit(nogil=True, _nrt=False)
+def range_add(pd, lo, hi, v):
+    """Add ``v`` to the slack of every position in [lo, hi)."""
+    n = pd.tmin.shape[0] >> 1
+    if lo >= hi:
+        return
+    a = lo + n
+    b = hi + n
+    while a < b:
+        if a & 1:
+            _apply(pd, a, v, n)
+            a += 1
+        if b & 1:
+            b -= 1
+            _apply(pd, b, v, n)
+        a >>= 1
+        b >>= 1
+    _build(pd, lo + n)
+    _build(pd, hi + n - 1)
+
+
+@njit(nogil=True, _nrt=False)
+def range_min(pd, lo, hi):
+    """The smallest slack in [lo, hi) (huge when no block waits there)."""
+    n = pd.tmin.shape[0] >> 1
+    if lo >= hi:
+        return _HUGE
+    a = lo + n
+    b = hi + n
+    _push(pd, a, n)
+    _push(pd, b - 1, n)
+    res = _HUGE
+    while a < b:
+        if a & 1:
+            res = min(res, pd.tmin[a])
+            a += 1
+        if b & 1:
+            b -= 1
+            res = min(res, pd.tmin[b])
+        a >>= 1
+        b >>= 1
+    return res
+
+
+@njit(nogil=True, _nrt=False)
+def _set(pd, pos, v):
+    n = pd.tmin.shape[0] >> 1
+    p = pos + n
+    _push(pd, p, n)
+    pd.tmin[p] = v
+    _build(pd, p)
+
+
+@njit(nogil=True, _nrt=False)
+def _count_add(pd, pos, v):
+    i = pos + 1
+    while i < pd.count.shape[0]:
+        pd.count[i] += v
+        i += i & -i
+
+
+@njit(nogil=True, _nrt=False)
+def _count_upto(pd, pos):
+    """Blocks waiting at positions 0..pos."""
+    i = pos + 1
+    s = 0
+    while i > 0:
+        s += pd.count[i]
+        i -= i & -i
+    return s
+
+
+@njit(nogil=True, _nrt=False)
+def admit(pd, fut, k, u, d):
+    """Read ahead, after reference ``k``, a block used at ``u`` with at most ``d`` distinct
+    blocks demanded in between, if no block read ahead is evicted unused for it: its own
+    slack (``C - 1 - d`` less the blocks waiting for a later use) and that of every waiting
+    block used before it (each of which it pushes down the LRU list) must stay >= 0."""
+    slack = fut.cache_blocks - 1 - d - (pd.total[0] - _count_upto(pd, u))
+    if slack < 0 or range_min(pd, k + 1, u) < 1:
+        return False
+    range_add(pd, k + 1, u, -1)
+    _set(pd, u, slack)
+    _count_add(pd, u, 1)
+    pd.total[0] += 1
+    return True
+
+
+@njit(nogil=True, _nrt=False)
+def release(pd, u):
+    """The block waiting for its use at ``u`` is used (or was lost)."""
+    _set(pd, u, _HUGE)
+    _count_add(pd, u, -1)
+    pd.total[0] -= 1
+
+
+@njit(nogil=True, _nrt=False)
+def service_one(dr, st, f, off, ln):
+    """Seconds the drive in state ``st`` takes for one read (``st`` advances)."""
+    dr.op_file[0] = f
+    dr.op_off[0] = off
+    dr.op_len[0] = ln
+    service_kernel(dr.op_file, dr.op_off, dr.op_len, dr.idle, dr.ext_first, dr.ext_base,
+                   dr.extent_bytes, dr.ip, dr.fp, dr.seek_d, dr.seek_t, dr.zone_start,
+                   dr.zone_rate, st, dr.out_s, dr.out_f)
+    return dr.out_s[0]
+
+
+@njit(nogil=True, _nrt=False)
+def price(dr, f, off, ln, fresh):
+    """Seconds of one read on the trial copy of the drive: from the drive's state when
+    ``fresh``, else after the reads priced since."""
+    if fresh:
+        for j in range(dr.state.shape[0]):
+            dr.trial[j] = dr.state[j]
+    return service_one(dr, dr.trial, f, off, ln)
+
+
+@njit(nogil=True, _nrt=False)
+def issue(world, f, start, last, eof, stamp):
+    """Read blocks start..last of file f as one disk read (the replay's and the shadow's)."""
+    bsize = world.policy.bsize
+    ln = R.op_bytes(start, last - start + 1, bsize, eof)
+    R.emit_op(world.ops, world.ctr, f, start * bsize, ln, True, stamp)
+    if world.drive.on != 0:
+        service_one(world.drive, world.drive.state, f, start * bsize, ln)
+
+
+@njit(nogil=True, _nrt=False)
+def wanted(c, fut, f, b, k):
+    """Block b of file f as a read-ahead candidate after demand reference k: (its next use,
+    the bound on the distinct blocks demanded before it); use -1 when resident, -2 when
+    never used again or used too late to survive in the cache."""
+    key = C.make_key(f, b)
+    if C.lookup(c, key) >= 0:
+        return -1, -1
+    j = key_index(fut, key)
+    if j < 0:
+        return -2, -1
+    u = next_use(fut, j, k)
+    if u < 0:
+        return -2, -1
+    d = demand_limit(fut, u, k)
+    if d < 0:
+        return -2, -1
+    return u, d
+
+
+@njit(nogil=True, _nrt=False)
+def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
+    """The oracle's serve step (module docstring); ``world`` is an :class:`OracleWorld`."""
+    pol = world.policy
+    c = world.cache
+    fs = world.fs
+    ctr = world.ctr
+    lost = world.lost
+    req = world.req
+    fut = world.future
+    dr = world.drive
+    eof = world.fsize[f]
+    cnt = R.begin_request(f, off, cnt, fresh, pol, eof, fs, ctr, req)
+    if cnt > 0:
+        bsh = pol.bshift
+        bsize = pol.bsize
+        d_lo = off >> bsh
+        d_hi = (off + cnt - 1) >> bsh
+        ctr.demand_blocks += d_hi - d_lo + 1
+        eof_blk = (eof + bsize - 1) >> bsh if eof >= 0 else -1
+        gap = fut.gap_blocks
+        start = -1  # first block of the read being built (-1: none)
+        last = -1  # its last block that has to be read
+        pd = world.pending
+        k0 = fut.ref0[stamp] - d_lo  # + b: block b's demand reference
+        for b in range(d_lo, d_hi + 1):
+            key = C.make_key(f, b)
+            e = C.lookup(c, key)
+            if e >= 0:
+                if C.flags(c, e) & C.F_PF:  # a block read ahead reaches its use
+                    release(pd, k0 + b)
+                R.visit_resident(c, e, stamp, f, b, fs, ctr, lost, req)
+                continue
+            if c.meta[C.M_EVICT_UNUSED] > 0 and C.ghost_of(c, key) >= 0:
+                release(pd, k0 + b)  # read ahead and lost (not expected): stop waiting
+            R.count_miss(c, -1, f, b, fs, ctr, lost, req)
+            e = R.insert_block(c, f, b, stamp, d_lo, d_hi, 0, ctr, req)
+            R.demand_use(c, e, ctr)
+            if start >= 0 and b - last - 1 > gap:
+                issue(world, f, start, last, eof, stamp)
+                start = -1
+            if start < 0:
+                start = b
+            last = b
+        if start >= 0:
+            # how far the read could go: the blocks the future needs before eviction
+            k = fut.ref0[stamp] + d_hi - d_lo  # this READ's last demand reference
+            far = last  # the read ends here, or after the last READ it wholly serves
+            seen = last  # the last block wanted so far
+            whole = -1  # the last block of the READs the wanted blocks serve
+            n_adm = 0  # admitted so far (pd.undo[:n_adm]: their uses)
+            kept = 0  # of them, up to far
+            b = d_hi + 1
+            while b - seen - 1 <= gap and n_adm < pd.undo.shape[0]:
+                if eof_blk >= 0 and b >= eof_blk:
+                    break
+                u, d = wanted(c, fut, f, b, k)
+                if u >= 0:
+                    if not admit(pd, fut, k, u, d):
+                        break  # it, or a block waiting, would be evicted unused
+                    pd.undo[n_adm] = u
+                    n_adm += 1
+                    seen = b
+                    if fut.ref_end[u] > whole:
+                        whole = fut.ref_end[u]
+                elif u == -2 and b <= whole:
+                    break  # a READ this read would serve in part only: no read saved
+                if b >= whole and seen > far:
+                    far = seen
+                    kept = n_adm
+                b += 1
+            if far > last and dr.on != 0:
+                # read ahead unless stopping at the demand, then reading the rest straight
+                # after it (the best case for stopping: no other read in between), costs less
+                near = R.op_bytes(start, last - start + 1, bsize, eof)
+                near_s = price(dr, f, start * bsize, near, True)
+                rest_s = price(dr, f, start * bsize + near,
+                               R.op_bytes(last + 1, far - last, bsize, eof), False)
+                far_s = price(dr, f, start * bsize,
+                              R.op_bytes(start, far - start + 1, bsize, eof), True)
+                if far_s > near_s + rest_s:
+                    far = last
+                    kept = 0
+            for i in range(n_adm - 1, kept - 1, -1):  # admitted, then not read: undone
+                release(pd, pd.undo[i])
+                range_add(pd, k + 1, pd.undo[i], 1)
+            for b in range(last + 1, far + 1):
+                if wanted(c, fut, f, b, k)[0] >= 0:
+                    R.insert_block(c, f, b, stamp, d_lo, d_hi, 0, ctr, req)
+            issue(world, f, start, far, eof, stamp)
+    R.end_request(f, off, cnt, fs, req)
+    return seq
+
+
+# -------------------------------------------------------------------------------------------
+# the replay
+
+
+class OracleReplayer(Replayer):
+    """A :class:`Replayer` (table ``ideal``, no detector) whose serve step is the oracle's,
+    given the trace's :class:`Future` (the whole trace must be known before the first feed:
+    it is a schedule made offline)."""
+
+    def __init__(self, file_ids: np.ndarray, future: Future, *, block_size: int,
+                 **kwargs: Any) -> None:
+        super().__init__(file_ids, detector="never", table="ideal",
+                         policy=f"none:bsize={int(block_size)}", **kwargs)
+        from .tables import steps_of
+
+        self.world = OracleWorld(*self.world, future=future, pending=new_pending(future),
+                                 drive=drive_of(self.disk, getattr(self, "place", None)))
+        prepare, lookup = steps_of(self.model)
+        self._run = E.loop(prepare, lookup, E.without_nrt(self.spec.info.reset),
+                           E.no_decision, oracle_serve, E.admit_replay, E.record_replay)
+
+
+def run_oracle(stream: ReadStream, sizes: np.ndarray | None, *, cache_bytes: int,
+               block_size: int, profile: Any, layout: Any = None, drive_cache: bool = True,
+               timing: Any = None, refs: Refs | None = None) -> dict[str, Any]:
+    """Replay ``stream`` through the oracle; the summary row (``seqheur.metrics`` columns).
+    ``refs``: the stream's :class:`Refs` at these sizes, if already computed."""
+    from .disk.model import DiskModel, Layout
+
+    model = None
+    if profile is not None:
+        model = DiskModel.from_profile(profile, layout if layout is not None else Layout(),
+                                       drive_cache=drive_cache)
+    eof = sizes if sizes is not None else np.full(stream.n_files, np.iinfo(np.int64).max // 4,
+                                                  np.int64)
+    fut = future_of(stream, eof, block_size, cache_bytes // block_size,
+                    gap_blocks_of(model, block_size), refs)
+    rp = OracleReplayer(stream.file_ids, fut, block_size=block_size, cache=cache_bytes,
+                        profile=profile, file_sizes=sizes, layout=layout,
+                        drive_cache=drive_cache, per_request=False, timing=timing)
+    rp.feed(stream)
+    out = rp.summary()
+    out["detector"] = out["policy"] = "oracle"
+    return out
+
+
+
+
+# -------------------------------------------------------------------------------------------
+# Cao, Felten, Karlin & Li's integrated prefetching and caching (SIGMETRICS 1995)
+
+
+@E.cache_by_sources  # calls the bound's heap: keyed by every source
+@njit(nogil=True)
+def conservative_fetches(ids, nxt, capacity, n_ids):
+    """*Conservative*: exactly the replacements of Belady's MIN (so its fetches are MIN's
+    misses), each fetch started as early as that allows. Its disk reads are MIN's missed
+    references, in reference order: returns their indices."""
+    n = ids.shape[0]
+    out = np.empty(n, np.int64)
+    m = 0
+    resident = np.zeros(n_ids, np.bool_)
+    next_of = np.zeros(n_ids, np.int64)
+    keys = np.empty(n + 1, np.int64)
+    vals = np.empty(n + 1, np.int64)
+    heap = 0
+    used = 0
+    for i in range(n):
+        b = ids[i]
+        if not resident[b]:
+            out[m] = i
+            m += 1
+            if used >= capacity:
+                while True:
+                    key, victim, heap = _heap_pop(keys, vals, heap)
+                    if resident[victim] and next_of[victim] == key:
+                        break
+                resident[victim] = False
+                used -= 1
+            resident[b] = True
+            used += 1
+        next_of[b] = nxt[i]
+        heap = _heap_push(keys, vals, heap, nxt[i], b)
+    return out[:m]
+
+
+@E.cache_by_sources
+@njit(nogil=True)
+def aggressive_fetches(ids, nxt, capacity, n_ids, fetch_time):
+    """*Aggressive*: whenever the disk is free, fetch the first block of the future
+    references not in the cache, evicting the block whose next reference is furthest away,
+    but only if that reference comes after the fetched block's ("do no harm"). Time: one
+    unit per reference served, ``fetch_time`` units per fetch, one fetch at a time.
+    Returns (the reference index each fetch is for, in issue order; elapsed time units)."""
+    n = ids.shape[0]
+    out = np.empty(n, np.int64)
+    m = 0
+    resident = np.zeros(n_ids, np.bool_)  # in the cache or being fetched into it
+    arrived = np.zeros(n_ids, np.bool_)
+    next_of = np.full(n_ids, n, np.int64)
+    keys = np.empty(2 * n + 1, np.int64)
+    vals = np.empty(2 * n + 1, np.int64)
+    heap = 0
+    used = 0
+    t = 0
+    busy_until = 0
+    flight = -1
+    p = 0
+    q = 0
+    while p < n:
+        if flight >= 0 and t >= busy_until:
+            arrived[flight] = True
+            flight = -1
+        if flight < 0:
+            if q < p:
+                q = p
+            while q < n and resident[ids[q]]:
+                q += 1
+            if q < n:
+                go = used < capacity
+                if not go:
+                    held = -1  # the block in flight, not a candidate (set aside)
+                    while True:  # the resident block referenced furthest away
+                        key, victim, heap = _heap_pop(keys, vals, heap)
+                        if resident[victim] and next_of[victim] == key:
+                            if arrived[victim]:
+                                break
+                            held = victim
+                    if held >= 0:
+                        heap = _heap_push(keys, vals, heap, next_of[held], held)
+                    if key > q:
+                        resident[victim] = False
+                        arrived[victim] = False
+                        used -= 1
+                        go = True
+                    else:
+                        heap = _heap_push(keys, vals, heap, key, victim)
+                if go:
+                    b = ids[q]
+                    resident[b] = True
+                    used += 1
+                    next_of[b] = q
+                    heap = _heap_push(keys, vals, heap, q, b)
+                    flight = b
+                    busy_until = t + fetch_time
+                    out[m] = q
+                    m += 1
+        b = ids[p]
+        if resident[b] and (arrived[b] or flight != b):
+            next_of[b] = nxt[p]
+            heap = _heap_push(keys, vals, heap, nxt[p], b)
+            p += 1
+            t += 1
+        else:  # stall until the block in flight (this one) arrives
+            t = busy_until
+    return out[:m], t
+
+
+def reference_schedules(stream: ReadStream, sizes: np.ndarray | None, *, cache_blocks: int,
+                        block_size: int, model: Any, fetch_time: int | None = None,
+                        refs: Refs | None = None, conservative: Any = None) -> dict[str, Any]:
+    """Aggressive and conservative (above) over ``stream``'s demand references with a cache
+    of ``cache_blocks`` blocks, each fetch one block read by ``model`` (a DiskModel, or None:
+    no disk time), in issue order. ``fetch_time``: a fetch's time in references (default: a
+    block read at the drive's random positioning over the trace's mean time per demanded
+    block, at least 1). ``refs``: the stream's :class:`Refs` at these sizes, and
+    ``conservative``: :func:`conservative_fetches` of them, if already computed."""
+    eof = sizes if sizes is not None else np.full(stream.n_files, np.iinfo(np.int64).max // 4,
+                                                  np.int64)
+    eof = np.ascontiguousarray(eof, dtype=np.int64)
+    if refs is None:
+        refs = refs_of(stream, eof, block_size)
+    rf, rb, uniq, ids, nxt = refs
+    if fetch_time is None:
+        fetch_time = 1
+        span = float(stream.time_ns.max() - stream.time_ns.min()) if len(stream) else 0.0
+        if model is not None and span > 0 and ids.size:
+            block_s = float(model.fparams[3] + model.fparams[1]
+                            + block_size / model.zone_rate.max())
+            fetch_time = max(1, int(round(block_s / (span * 1e-9 / ids.size))))
+    out: dict[str, Any] = {"reference_fetch_time": int(fetch_time)}
+    cons = (conservative if conservative is not None
+            else conservative_fetches(ids, nxt, np.int64(cache_blocks), uniq.size))
+    aggr, elapsed = aggressive_fetches(ids, nxt, np.int64(cache_blocks), uniq.size,
+                                       np.int64(fetch_time))
+    for name, refs in (("aggressive", aggr), ("conservative", cons)):
+        out[f"{name}_fetches"] = int(refs.size)
+        out[f"{name}_disk_seconds"] = None
+        if model is not None:
+            f = rf[refs]
+            b = rb[refs]
+            off = b * block_size
+            ln = np.minimum(block_size, eof[f] - off)
+            ln = np.where(ln < block_size, np.where(eof[f] > off, block_size, 0), ln)
+            res = model.service(f, off, ln, model.place(np.maximum(eof, 1)), model.new_state())
+            out[f"{name}_disk_seconds"] = float(np.cumsum(res.seconds)[-1]) if refs.size else 0.0
+    out["aggressive_elapsed_refs"] = int(elapsed)
+    return out
+
+
+__all__ = ["Future", "OracleReplayer", "Refs", "refs_of", "aggressive_fetches", "conservative_fetches",
+           "future_of", "oracle_serve", "reference_schedules", "run_oracle"]
