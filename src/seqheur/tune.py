@@ -53,7 +53,8 @@ ATTR = "seqheur"  # the user attribute holding what a trial recorded (one storag
 OBJECTIVES = {"throughput": "maximize", "waste": "minimize"}
 # How close the best is to the best any schedule could do: the first of these keys the bound
 # result has (disk seconds), best first.
-REFERENCES = ("lower_bound_disk_seconds",)
+# the achievable best first (the clairvoyant read-ahead), then the floor no schedule beats
+REFERENCES = ("oracle_disk_seconds", "lower_bound_disk_seconds")
 
 
 def _optuna() -> Any:
@@ -654,14 +655,18 @@ def _against_bound(trace: str, cache: str, profile: str, best_t: Any) -> dict[st
         return {}
     from .bound import bound
 
-    r = bound(trace, cache=cache, profile=profile, block_size=_rec(best_t)["block_size"])
+    r = bound(trace, cache=cache, profile=profile, block_size=_rec(best_t)["block_size"],
+              references=False)
     ref = next((k for k in REFERENCES if r.get(k)), None)
     if ref is None:
         return {"reference": None}
+    demand = _rec(best_t)["demand_bytes"] / 1e6
     secs = float(r[ref])
-    ref_tp = _rec(best_t)["demand_bytes"] / 1e6 / secs
+    ref_tp = demand / secs
+    low = r.get("lower_bound_disk_seconds")
     return {"reference": ref, "disk_seconds": secs, "throughput_mbps": ref_tp,
             "best_fraction": _rec(best_t)["throughput_mbps"] / ref_tp,
+            "lower_bound_throughput_mbps": demand / low if low else None,
             "block_size": r["block_size"]}
 
 

@@ -79,9 +79,13 @@ def tune(trace: Path, space: str, objective: str, max_waste: float | None, trial
                    f"{b['waste']:.3f}")
         click.echo(f"  seqheur replay {trace} {b['replay_options']}")
         if res.bound.get("reference"):
-            click.echo(f"  {res.bound['best_fraction']:.1%} of the bound's throughput "
+            what = "the oracle's" if res.bound["reference"].startswith("oracle") else "the bound's"
+            click.echo(f"  {res.bound['best_fraction']:.1%} of {what} throughput "
                        f"({res.bound['throughput_mbps']:.3f} MB/s at "
                        f"{res.bound['reference']} = {res.bound['disk_seconds']:.4g} s)")
+            if res.bound.get("lower_bound_throughput_mbps"):
+                click.echo(f"  the lower bound: {res.bound['lower_bound_throughput_mbps']:.3f} "
+                           "MB/s (no schedule beats it)")
     for o, imp in res.importances.items():
         if "error" in imp:
             click.echo(f"importance ({o}): {imp['error']}")
