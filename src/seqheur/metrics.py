@@ -107,7 +107,24 @@ TIMING_METRICS: tuple[Metric, ...] = (
        "outlasts the last reply (null when that is 0)", "ratio"),
 )
 
-BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS + TIMING_METRICS}
+#: Columns ``seqheur compare`` and ``seqheur reproduce`` add to a row beside the heuristics'
+#: references (:mod:`seqheur.report.gain`, docs/reports.md): what read-ahead could gain on the
+#: trace, at the row's cache block size.
+REFERENCE_METRICS: tuple[Metric, ...] = (
+    _m("lower_bound_disk_seconds", float, "s", "disk time no schedule beats (seqheur.bound)",
+       "float"),
+    _m("oracle_disk_seconds", float, "s", "disk time of the clairvoyant read-ahead through the "
+       "same cache and disk (seqheur.bound; null without one)", "float"),
+    _m("oracle_throughput_mbps", float, "MB/s (10^6 B/s)", "demand bytes / 10^6 / "
+       "oracle_disk_seconds", "ratio"),
+    _m("no_readahead_throughput_mbps", float, "MB/s (10^6 B/s)", "throughput of demand reads "
+       "only (policy none) at the row's block size", "ratio"),
+    _m("achievable_gain_fraction", float, "fraction", "(throughput_mbps - no read-ahead) / "
+       "(oracle - no read-ahead): the share of what read-ahead could gain that the row gets "
+       "(null when the oracle gains nothing)", "ratio"),
+)
+
+BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS + TIMING_METRICS + REFERENCE_METRICS}
 SUMMARY_KEYS: tuple[str, ...] = tuple(m.name for m in METRICS)
 TIMING_KEYS: tuple[str, ...] = tuple(m.name for m in TIMING_METRICS)
 #: Counters: integers that add up over the chunks (or iterations) of a replay.

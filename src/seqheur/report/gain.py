@@ -22,9 +22,11 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-#: Columns this module adds to every heuristic's row.
-GAIN_COLUMNS = ("lower_bound_disk_seconds", "oracle_disk_seconds", "oracle_throughput_mbps",
-                "no_readahead_throughput_mbps", "achievable_gain_fraction")
+from ..metrics import REFERENCE_METRICS
+
+#: Columns this module adds to every heuristic's row (their units and meanings:
+#: :data:`seqheur.metrics.REFERENCE_METRICS`).
+GAIN_COLUMNS = tuple(m.name for m in REFERENCE_METRICS)
 #: Reference rows' names (the ``detector`` column; ``kind`` is "reference").
 NO_READAHEAD, ORACLE, LOWER_BOUND = "no read-ahead", "oracle", "lower bound"
 
