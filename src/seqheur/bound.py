@@ -193,24 +193,25 @@ def _heap_pop(keys, vals, size):
 
 
 @njit(cache=True, nogil=True)
-def belady_misses(ids, nxt, capacity, n_ids):
-    """Demand misses of Belady's MIN with ``capacity`` blocks, O(n log n): a max-heap of
-    (next use, block) with lazy deletion (an entry is current while its key is the block's
-    next use and the block is resident)."""
+def belady_fetches(ids, nxt, capacity, n_ids):
+    """The references at which Belady's MIN with ``capacity`` blocks misses, in order
+    (indices into ``ids``), O(n log n): a max-heap of (next use, block) with lazy deletion (an
+    entry is current while its key is the block's next use and the block is resident). They
+    are also Cao et al.'s *conservative* schedule's fetches (:mod:`seqheur.oracle`)."""
     n = ids.shape[0]
-    if capacity >= n_ids:
-        return n_ids
+    out = np.empty(n, np.int64)
+    m = 0
     resident = np.zeros(n_ids, np.bool_)
     next_of = np.zeros(n_ids, np.int64)
-    keys = np.empty(n, np.int64)
-    vals = np.empty(n, np.int64)
+    keys = np.empty(n + 1, np.int64)
+    vals = np.empty(n + 1, np.int64)
     heap = 0
     used = 0
-    misses = 0
     for i in range(n):
         b = ids[i]
         if not resident[b]:
-            misses += 1
+            out[m] = i
+            m += 1
             if used >= capacity:
                 while True:  # the resident block used furthest in the future
                     key, victim, heap = _heap_pop(keys, vals, heap)
@@ -222,7 +223,15 @@ def belady_misses(ids, nxt, capacity, n_ids):
             used += 1
         next_of[b] = nxt[i]
         heap = _heap_push(keys, vals, heap, nxt[i], b)
-    return misses
+    return out[:m]
+
+
+@njit(cache=True, nogil=True)
+def belady_misses(ids, nxt, capacity, n_ids):
+    """Demand misses of Belady's MIN with ``capacity`` blocks (:func:`belady_fetches`)."""
+    if capacity >= n_ids:
+        return n_ids
+    return belady_fetches(ids, nxt, capacity, n_ids).shape[0]
 
 
 def belady(keys: np.ndarray, capacity: int | None) -> int:

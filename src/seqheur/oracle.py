@@ -58,7 +58,7 @@ from . import cache as C
 from . import engine as E
 from . import readahead as R
 from .disk.model import service_kernel
-from .bound import _heap_pop, _heap_push, demand_refs, next_uses
+from .bound import _heap_pop, _heap_push, belady_fetches, demand_refs, next_uses
 from .replay import Replayer
 from .streams import ReadStream
 
@@ -658,38 +658,10 @@ def run_oracle(stream: ReadStream, sizes: np.ndarray | None, *, cache_bytes: int
 # Cao, Felten, Karlin & Li's integrated prefetching and caching (SIGMETRICS 1995)
 
 
-@E.cache_by_sources  # calls the bound's heap: keyed by every source
-@njit(nogil=True)
-def conservative_fetches(ids, nxt, capacity, n_ids):
-    """*Conservative*: exactly the replacements of Belady's MIN (so its fetches are MIN's
-    misses), each fetch started as early as that allows. Its disk reads are MIN's missed
-    references, in reference order: returns their indices."""
-    n = ids.shape[0]
-    out = np.empty(n, np.int64)
-    m = 0
-    resident = np.zeros(n_ids, np.bool_)
-    next_of = np.zeros(n_ids, np.int64)
-    keys = np.empty(n + 1, np.int64)
-    vals = np.empty(n + 1, np.int64)
-    heap = 0
-    used = 0
-    for i in range(n):
-        b = ids[i]
-        if not resident[b]:
-            out[m] = i
-            m += 1
-            if used >= capacity:
-                while True:
-                    key, victim, heap = _heap_pop(keys, vals, heap)
-                    if resident[victim] and next_of[victim] == key:
-                        break
-                resident[victim] = False
-                used -= 1
-            resident[b] = True
-            used += 1
-        next_of[b] = nxt[i]
-        heap = _heap_push(keys, vals, heap, nxt[i], b)
-    return out[:m]
+#: *Conservative*: exactly the replacements of Belady's MIN (so its fetches are MIN's misses),
+#: each fetch started as early as that allows; its disk reads are MIN's missed references, in
+#: reference order (their indices).
+conservative_fetches = belady_fetches
 
 
 @E.cache_by_sources
