@@ -1,4 +1,4 @@
-"""Sweep scaling: a 48-configuration grid over a 12 M-request trace (a sweep of about a minute
+"""Sweep scaling: a 48-configuration grid over a 25 M-request trace (a sweep of over a minute
 serially on this machine; 500 k with --quick), run serially in this process, on 1 and 2 local
 worker processes, and on a Dask LocalCluster of 2 workers.
 
@@ -33,7 +33,7 @@ GRID = {
 
 def main() -> int:
     args = parse_args("sweep")
-    n_target = 500_000 if args.quick else 12_000_000
+    n_target = 500_000 if args.quick else 25_000_000
     WORK.mkdir(parents=True, exist_ok=True)
     trace = WORK / f"sweep-{n_target}.parquet"
     if not trace.exists():
