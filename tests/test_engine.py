@@ -72,3 +72,24 @@ def test_requests_columns_are_typed_as_the_loop_expects() -> None:
     r = E.Requests(np.zeros(1, np.int32), np.zeros(1, np.int64), np.zeros(1, np.int32),
                    np.zeros(1, np.int64))
     assert r._fields == ("file", "offset", "count", "time_ns")
+
+
+def test_an_unloadable_cache_entry_is_a_miss(monkeypatch) -> None:
+    """An on-disk index written by other code (a type renamed since) fails to unpickle: the
+    engine's cache answers 'not cached' and the loop compiles, rather than every replay
+    failing with the unpickling error."""
+    from numba.core.caching import FunctionCache
+    from numba.core.registry import cpu_target
+
+    from seqheur import engine as E
+
+    def loop_body(x):
+        return x + 1
+
+    cache = E.EngineCache(loop_body)
+
+    def stale(self, sig, target_context):
+        raise AttributeError("Can't get attribute 'OldWorld' on <module 'seqheur.engine'>")
+
+    monkeypatch.setattr(FunctionCache, "_load_overload", stale)
+    assert cache.load_overload((), cpu_target.target_context) is None

@@ -338,6 +338,15 @@ def _cache_class() -> type:
             return (sig, codegen.magic_tuple(),
                     (hashlib.sha256(code).hexdigest(), captured))
 
+        def load_overload(self, sig, target_context):
+            # An index written by other code (a type since renamed or removed) fails to
+            # unpickle, with whatever error the missing name raises: a miss, and the loop
+            # compiles and overwrites it, instead of every replay failing.
+            try:
+                return super().load_overload(sig, target_context)
+            except Exception:  # noqa: BLE001 - any unloadable entry is a cache miss
+                return None
+
     return EngineCacheImpl
 
 
