@@ -69,7 +69,7 @@ def compare(trace, detectors: str | Sequence[str] = ("freebsd4", "slowdown", "cu
     from ..ingest import read_trace
     from ..io import write_json, write_parquet
     from ..progress import progress
-    from ..replay import replay
+    from ..replay import file_sizes_for, replay
     from ..streams import reads, stream_stats
     from ..metrics import unit_label
     from . import figures as F
@@ -85,6 +85,9 @@ def compare(trace, detectors: str | Sequence[str] = ("freebsd4", "slowdown", "cu
     if len(stream) == 0:
         raise SeqheurError(f"{name}: no READs with a file handle, offset and count to replay")
     st = stream_stats(stream)
+    # file sizes from the trace's reply attributes, as `seqheur replay` takes them, once for
+    # every replay of the report
+    sizes, size_source = file_sizes_for(table, stream, "auto")
     rows, per_request = [], {}
     opts: dict[str, Any] = {"profile": profile, "cache": cache}
     if policy:
@@ -93,9 +96,9 @@ def compare(trace, detectors: str | Sequence[str] = ("freebsd4", "slowdown", "cu
         opts["timing"] = timing
     with progress("replaying", total=len(dets) * len(tabs)) as bar:
         for d, t in itertools.product(dets, tabs):
-            # file sizes from the trace's reply attributes, as `seqheur replay` takes them
-            res = replay(stream, detector=d, table=t, sizes_from=table, **opts)
+            res = replay(stream, detector=d, table=t, file_sizes=sizes, **opts)
             row = res.summary.to_dicts()[0]
+            row["file_sizes"] = size_source  # as `seqheur replay` says it
             row["detector"], row["table"] = d, t  # as the user wrote them
             rows.append(row)
             per_request[(d, t)] = _per_request(res, stream)
@@ -106,7 +109,7 @@ def compare(trace, detectors: str | Sequence[str] = ("freebsd4", "slowdown", "cu
 
         with progress("bound and oracle", total=1) as bar:
             rows, refs = reference_rows(stream, rows, cache=cache, profile=profile,
-                                        sizes_from=table)
+                                        file_sizes=sizes)
             bar.advance()
     everything = pl.DataFrame([{"kind": "heuristic", **r} for r in rows] + refs,
                               infer_schema_length=None)

@@ -44,10 +44,10 @@ def gain_fraction(throughput: Any, never: Any, oracle: Any) -> float:
 
 
 def references(stream: Any, rows: Sequence[dict[str, Any]], *, cache: Any, profile: Any,
-               sizes_from: Any = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+               file_sizes: Any = "auto") -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(heuristic rows with :data:`GAIN_COLUMNS` added, reference rows) for summary ``rows``
-    replayed on ``stream`` with ``cache`` and ``profile`` (a profile is required: the
-    references are disk times)."""
+    replayed on ``stream`` with ``cache``, ``profile`` (a profile is required: the
+    references are disk times) and ``file_sizes`` (as for :func:`seqheur.replay`)."""
     from ..bound import bound
     from ..replay import replay
 
@@ -55,10 +55,10 @@ def references(stream: Any, rows: Sequence[dict[str, Any]], *, cache: Any, profi
     refs: list[dict[str, Any]] = []
     by_block: dict[int, dict[str, Any]] = {}
     for bs in sorted({int(r["block_size"]) for r in rows}):
-        b = bound(stream, cache=cache, profile=profile, block_size=bs, sizes_from=sizes_from,
+        b = bound(stream, cache=cache, profile=profile, block_size=bs, file_sizes=file_sizes,
                   references=False)  # the oracle and the bound, not Cao et al.'s schedules
         never = replay(stream, "never", "ideal", f"none:bsize={bs}", cache, profile,
-                       sizes_from=sizes_from, per_request=False).to_dict()
+                       file_sizes=file_sizes, per_request=False).to_dict()
         demand = never["demand_bytes"]
         lb = b.get("lower_bound_disk_seconds")
         ref = {"lower_bound_disk_seconds": lb,
