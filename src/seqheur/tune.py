@@ -30,7 +30,6 @@ the evaluations.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import os
@@ -45,7 +44,7 @@ from .errors import SeqheurError, SpecError
 from .executors import ExecutorSpec, open_pool
 from .heuristics.registry import load_plugins
 from .io import atomic_path, write_parquet
-from .sweep import run_config
+from .sweep import Config, run_config
 
 KINDS = ("detector", "table", "policy")
 ATTR = "seqheur"  # the user attribute holding what a trial recorded (one storage write)
@@ -373,7 +372,8 @@ def _rec(t: Any) -> dict[str, Any]:
 
 
 def _config_id(config: dict[str, str]) -> str:
-    return hashlib.sha1(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+    """A sweep row's id for the same configuration (:attr:`seqheur.sweep.Config.config_id`)."""
+    return Config(**config).config_id
 
 
 def tune(trace: "str | os.PathLike[str]", space: "str | Space", *, trials: int,
