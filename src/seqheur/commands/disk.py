@@ -50,10 +50,20 @@ def plot_cmd(profile: str, output: str) -> None:
 @click.option("--repeat", is_flag=True,
               help="read the requests twice and report the second pass against the first "
                    "(the device's own noise floor under the demerit)")
+@click.option("--throttle", "throttle_bps", default=None,
+              help="read the stream through a blk-throttle read limit of this many bytes/s "
+                   "(20MB = 20,000,000; root, cgroup v1 blkio, TARGET a block device) and run "
+                   "the model with the same throttle in front of the profile")
+@click.option("--throttle-iops", type=int, default=0,
+              help="with --throttle: also a limit of this many reads/s (default none)")
+@click.option("--hz", type=int, default=None,
+              help="with --throttle: the kernel's CONFIG_HZ (default: read from "
+                   "/proc/config.gz or /boot/config-RELEASE)")
 @click.option("--json", "as_json", is_flag=True, help="print the result as one JSON object")
 @click.option("-o", "--output", default=None, help="also write the JSON result here")
 def check_model_cmd(target: str, profile: str, ops: int | None, seed: int | None,
-                    seconds: float | None, repeat: bool, as_json: bool,
+                    seconds: float | None, repeat: bool, throttle_bps: str | None,
+                    throttle_iops: int, hz: int | None, as_json: bool,
                     output: str | None) -> None:
     """Check a disk profile's drive model against TARGET (a block device or file).
 
@@ -67,6 +77,7 @@ def check_model_cmd(target: str, profile: str, ops: int | None, seed: int | None
     Example:
       seqheur bench check-model /dev/loop0 --profile vm-virtio
       seqheur bench check-model data.bin -p mydisk.json --ops 5000 --json -o check.json
+      seqheur bench check-model /dev/loop0 -p loop.json --throttle 20MB --time 60
     """
     from . import echo_json
     from ..disk import check
@@ -83,13 +94,14 @@ def check_model_cmd(target: str, profile: str, ops: int | None, seed: int | None
     say = (lambda s: click.echo(f"  {s}", err=True)) if enabled() and not as_json else None
     import warnings
 
-    with warnings.catch_warnings():
+    limit = _throttle_of(target, throttle_bps, throttle_iops, hz)
+    with warnings.catch_warnings(), _throttled(target, limit):
         warnings.simplefilter("always")
         warnings.showwarning = lambda msg, *a, **k: click.echo(f"seqheur: warning: {msg}",
                                                                err=True)
         res = check.check_model(target, profile, ops=ops,
                                 seed=check.DEFAULT_SEED if seed is None else seed,
-                                seconds=seconds, repeat=repeat, progress=say)
+                                seconds=seconds, repeat=repeat, progress=say, throttle=limit)
     if output:
         write_json(res, output)
     if as_json:
@@ -98,6 +110,71 @@ def check_model_cmd(target: str, profile: str, ops: int | None, seed: int | None
     click.echo(_check_table(res))
     if output:
         click.echo(output)
+
+
+def kernel_hz() -> int:
+    """The running kernel's CONFIG_HZ, from its config (/proc/config.gz or
+    /boot/config-RELEASE); a clear error when neither is readable."""
+    import gzip
+    import os
+
+    from ..errors import SpecError
+
+    release = os.uname().release
+    for path, opener in (("/proc/config.gz", gzip.open), (f"/boot/config-{release}", open)):
+        try:
+            with opener(path, "rt") as fh:
+                for line in fh:
+                    if line.startswith("CONFIG_HZ="):
+                        return int(line.split("=", 1)[1])
+        except OSError:
+            continue
+    raise SpecError("--throttle: the kernel's CONFIG_HZ is not readable (no /proc/config.gz, "
+                    f"no /boot/config-{release}); pass --hz")
+
+
+def _throttle_of(target: str, bps: str | None, iops: int, hz: int | None) -> Any:
+    """The HostThrottle of the --throttle options (None without --throttle)."""
+    from ..disk.profile import HostThrottle
+    from ..errors import SpecError
+    from ..options import parse_size
+
+    if bps is None:
+        if iops or hz is not None:
+            raise SpecError("--throttle-iops and --hz go with --throttle")
+        return None
+    rate = parse_size(bps)
+    if rate <= 0 or iops < 0:
+        raise SpecError(f"--throttle must be > 0 bytes/s and --throttle-iops >= 0, not "
+                        f"{bps} and {iops}")
+    return HostThrottle(read_bps=rate, read_iops=iops, hz=kernel_hz() if hz is None else hz)
+
+
+def _throttled(target: str, limit: Any) -> Any:
+    """This process's reads of the block device ``target`` under ``limit`` (a blkio cgroup of
+    its own, removed on exit); nothing without a limit."""
+    import contextlib
+    import os
+    import stat
+
+    from ..errors import SpecError
+
+    if limit is None:
+        return contextlib.nullcontext()
+    from ..lab.validate import BLKIO, throttled
+
+    try:
+        st = os.stat(target)
+    except OSError as exc:
+        raise SpecError(f"{target}: {exc.strerror}") from None
+    if not stat.S_ISBLK(st.st_mode):
+        raise SpecError(f"--throttle: {target} is not a block device (blk-throttle limits a "
+                        "device's reads; use a loop device over a file)")
+    if os.geteuid() != 0 or not (BLKIO / "blkio.throttle.read_bps_device").exists():
+        raise SpecError("--throttle needs root and cgroup v1 blkio throttling "
+                        f"({BLKIO}/blkio.throttle.read_bps_device)")
+    majmin = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+    return throttled(majmin, limit.read_bps, limit.read_iops)
 
 
 def _check_table(res: dict[str, Any]) -> str:

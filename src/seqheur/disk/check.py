@@ -31,7 +31,7 @@ import os
 import socket
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -40,7 +40,7 @@ from .. import __version__
 from ..errors import ProfileError, SpecError
 from .bench import KiB, MiB, BenchError, Target, _listed_offsets, open_target, timed_reads
 from .model import DiskModel
-from .profile import DiskProfile
+from .profile import DiskProfile, HostThrottle
 
 DEFAULT_OPS = 60_000
 DEFAULT_SECONDS = 20.0
@@ -293,7 +293,8 @@ def check_model(target: "str | os.PathLike[str]",
                 profile: "str | os.PathLike[str] | DiskProfile", *, ops: int = DEFAULT_OPS,
                 seed: int = DEFAULT_SEED,
                 seconds: float = DEFAULT_SECONDS, warmup_seconds: float = WARMUP_SECONDS,
-                repeat: bool = False, progress: Any = None) -> dict[str, Any]:
+                repeat: bool = False, progress: Any = None,
+                throttle: "HostThrottle | None" = None) -> dict[str, Any]:
     """Measure a synthetic stream on ``target`` (read-only, O_DIRECT, QD1) and compare it with
     the drive model of ``profile``: one JSON-ready dict (see the module docstring and
     docs/disk-bench.md, "Checking the drive model"). ``ops`` requests at most, cut short
@@ -301,11 +302,17 @@ def check_model(target: "str | os.PathLike[str]",
 
     ``repeat``: read the same requests a second time and add ``noise_floor``, the figures of
     the second pass against the first: what the device's own run-to-run variation leaves to
-    any model, the floor under the demerit a model can reach."""
+    any model, the floor under the demerit a model can reach.
+
+    ``throttle``: the blk-throttle limit the caller has put on this process's reads of
+    ``target`` (``seqheur bench check-model --throttle``); the model runs the profile with it
+    in front (:class:`~seqheur.disk.profile.HostThrottle`)."""
     if seconds <= 0:
         raise ValueError(f"seconds must be > 0, not {seconds}")
     say = progress or (lambda s: None)
     model = resolve_model(profile)  # a bad profile fails before any read
+    if throttle is not None:
+        model = model.with_throttle(throttle)
     t_start = time.time()
     with open_target(target) as t:
         span = t.size // t.align * t.align
@@ -341,6 +348,7 @@ def check_model(target: "str | os.PathLike[str]",
         "profile": model.spec,
         "profile_kind": prof.kind,
         "profile_description": prof.description,
+        "throttle": asdict(prof.throttle) if prof.throttle.enabled else None,
         **fig,
         "measured_total_s": float(meas_ms.sum() / 1e3),
         "predicted_total_s": float(res.total_seconds),

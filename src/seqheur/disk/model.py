@@ -23,6 +23,11 @@ Model (the traps are Ellard & Seltzer 2003 §5):
   that lands in the segment still being filled waits for the head to get there (no
   positioning). Without the cache the paper's default-heuristic numbers cannot be explained:
   a 2-stride reader would pay a seek per block (see docs/disk-bench.md).
+* **Host throttle** (a profile's ``throttle``, off in every bundled profile). Linux
+  blk-throttle's read limit in front of the device: a read waits until the slice's byte and
+  op budgets allow it (the budget of a slice of hz/10 jiffies is granted at its start, so an
+  idle device lets a burst through), then runs on the device as above. The rules are the
+  kernel's (docs/disk-bench.md "A throttled device").
 
 API (numba-speed batch use; state carried explicitly so callers can run in chunks)::
 
@@ -48,18 +53,23 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from .profile import DiskProfile, load_profile
+from .profile import DiskProfile, HostThrottle, load_profile
 
 POSITIONED = 1
 HIT = 2
 STREAM = 4
 SPLIT = 8
 
-# state layout: header words, then segment start[N], end[N], stamp[N]
+# state layout: header words, then segment start[N], end[N], stamp[N]. With a host throttle
+# the header also keeps the time (ns since the first read) and the throttle's slice: its
+# start and end (jiffies) and the bytes and reads dispatched in it.
 S_HEAD, S_PFSEG, S_PFPOS, S_PFLIM, S_PFMIN, S_TICK = 0, 1, 2, 3, 4, 5
-S_HDR = 6
-# integer parameters
-I_NSEG, I_SEGBYTES, I_RA, I_MINPF = 0, 1, 2, 3
+S_CLOCK, S_TSTART, S_TEND, S_TBYTES, S_TIOS = 6, 7, 8, 9, 10
+S_HDR = 11
+_NO_SLICE = -(np.int64(1) << np.int64(40))  # a slice long over: the first read starts one
+# integer parameters (the throttle's: bytes/s and reads/s, 0 = none; jiffies per second and
+# per slice)
+I_NSEG, I_SEGBYTES, I_RA, I_MINPF, I_TBPS, I_TIOPS, I_HZ, I_SLICE = 0, 1, 2, 3, 4, 5, 6, 7
 # float parameters
 F_HOST, F_OVER, F_HITOVER, F_RAND = 0, 1, 2, 3
 
@@ -143,9 +153,12 @@ class DiskModel:
         self.layout = layout or Layout()
         c = profile.cache
         use_cache = drive_cache and c.enabled
+        t = profile.throttle
         self.iparams = np.array([c.segments if use_cache else 0, c.segment_bytes,
                                  c.readahead_bytes if use_cache else 0,
-                                 c.min_prefetch_bytes if use_cache else 0], dtype=np.int64)
+                                 c.min_prefetch_bytes if use_cache else 0,
+                                 t.read_bps if t.enabled else 0, t.read_iops if t.enabled else 0,
+                                 t.hz, t.hz // 10], dtype=np.int64)  # slice: DFL_THROTL_SLICE
         host = host_mbps if host_mbps is not None else profile.host_mbps
         self.fparams = np.array([host * 1e6, profile.command_overhead_s, c.hit_overhead_s,
                                  profile.random_positioning_s], dtype=np.float64)
@@ -170,6 +183,13 @@ class DiskModel:
             return parse_disk(profile).model(layout, drive_cache=drive_cache, host_mbps=host_mbps)
         return cls(load_profile(profile), layout, drive_cache=drive_cache, host_mbps=host_mbps)
 
+    def with_throttle(self, throttle: "HostThrottle") -> "DiskModel":
+        """The same drive (layout, drive-cache switch, host ceiling) behind a host throttle."""
+        out = DiskModel(self.profile.replace(throttle=throttle), self.layout,
+                        drive_cache=self.drive_cache, host_mbps=float(self.fparams[F_HOST]) / 1e6)
+        out.spec = self.spec
+        return out
+
     @property
     def drive_cache(self) -> bool:
         return bool(self.iparams[I_NSEG] > 0)
@@ -179,6 +199,8 @@ class DiskModel:
         n = int(self.iparams[I_NSEG])
         st = np.full(S_HDR + 3 * n, -1, dtype=np.int64)
         st[S_TICK] = 0
+        st[S_CLOCK] = st[S_TBYTES] = st[S_TIOS] = 0
+        st[S_TSTART] = st[S_TEND] = _NO_SLICE
         st[S_HDR + 2 * n:] = 0
         return st
 
@@ -411,6 +433,109 @@ def _piece(addr, ln, first, state, ip, fp, seek_d, seek_t, zone_start, zone_rate
     return t, flags
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _roundup(x, step):
+    return (x + step - 1) // step * step
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _extend_slice(state, until, slice_j):
+    """throtl_extend_slice: the slice lasts at least to ``until``, rounded up to slices."""
+    if state[S_TEND] < until:
+        state[S_TEND] = _roundup(until, slice_j)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _update_slice(state, j, slice_j, queued):
+    """tg_update_slice: a new slice when the last one is over and nothing waits, else
+    extend it to one slice from now."""
+    if not (state[S_TSTART] <= j <= state[S_TEND]) and not queued:
+        state[S_TBYTES] = 0
+        state[S_TIOS] = 0
+        state[S_TSTART] = j
+        state[S_TEND] = j + slice_j
+    else:
+        _extend_slice(state, j + slice_j, slice_j)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _trim_slice(state, j, bps, iops, hz, slice_j):
+    """throtl_trim_slice after a dispatch: give back the budget of whole slices used, keeping
+    the last one (and only once two are over)."""
+    if not (state[S_TSTART] <= j <= state[S_TEND]):
+        return
+    state[S_TEND] = _roundup(j + slice_j, slice_j)
+    elapsed = (j - state[S_TSTART]) // slice_j * slice_j
+    if elapsed < 2 * slice_j:
+        return
+    elapsed -= slice_j
+    trimmed = 0
+    if bps > 0:
+        b = bps * elapsed // hz
+        if b <= 0 or state[S_TBYTES] < b:
+            b = state[S_TBYTES]
+            state[S_TBYTES] = 0
+        else:
+            state[S_TBYTES] -= b
+        trimmed += b
+    if iops > 0:
+        k = iops * elapsed // hz
+        if k <= 0 or state[S_TIOS] < k:
+            k = state[S_TIOS]
+            state[S_TIOS] = 0
+        else:
+            state[S_TIOS] -= k
+        trimmed += k
+    if trimmed > 0:
+        state[S_TSTART] += elapsed
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _throttle_wait_ns(state, ip, nbytes):
+    """Nanoseconds from now (``state[S_CLOCK]``) until blk-throttle dispatches a read of
+    ``nbytes`` arriving with nothing else queued, with the slice state updated as the kernel
+    leaves it (tg_within_limit / tg_dispatch_time, then the pending timer's re-checks at whole
+    jiffies: a read that has to wait goes when the timer fires, at the start of a jiffy)."""
+    bps = ip[I_TBPS]
+    iops = ip[I_TIOPS]
+    hz = ip[I_HZ]
+    slice_j = ip[I_SLICE]
+    now = state[S_CLOCK]
+    j = now * hz // 1_000_000_000
+    j0 = j
+    charged = bps <= 0
+    queued = False
+    while True:
+        wait = 0
+        if not charged:
+            _update_slice(state, j, slice_j, queued)
+            elapsed = j - state[S_TSTART]
+            rnd = _roundup(elapsed if elapsed > 0 else slice_j, slice_j)
+            allowed = bps * rnd // hz
+            if state[S_TBYTES] + nbytes > allowed:
+                wait = max((state[S_TBYTES] + nbytes - allowed) * hz // bps, 1) + (rnd - elapsed)
+            _extend_slice(state, j + wait, slice_j)
+            if wait == 0:
+                state[S_TBYTES] += nbytes
+                charged = True
+        if wait == 0 and iops > 0:
+            _update_slice(state, j, slice_j, queued)
+            elapsed = j - state[S_TSTART]
+            rnd = _roundup(elapsed + 1, slice_j)
+            if state[S_TIOS] + 1 > iops * rnd // hz:
+                wait = max(rnd - elapsed, hz // iops + 1)
+            _extend_slice(state, j + wait, slice_j)
+        if wait == 0:
+            break
+        queued = True
+        j += wait
+    state[S_TIOS] += 1
+    _trim_slice(state, j, bps, iops, hz, slice_j)
+    if j == j0:
+        return np.int64(0)
+    return (j * 1_000_000_000 + hz - 1) // hz - now
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def service_kernel(file, offset, length, idle, ext_first, ext_base, extent_bytes,
                    ip, fp, seek_d, seek_t, zone_start, zone_rate, state, out_s, out_f):
@@ -421,9 +546,18 @@ def service_kernel(file, offset, length, idle, ext_first, ext_base, extent_bytes
     nseg = ip[I_NSEG]
     segbytes = ip[I_SEGBYTES]
     has_idle = idle.size > 0
+    throttled = ip[I_TBPS] > 0 or ip[I_TIOPS] > 0
     for i in range(file.size):
         if has_idle:
             _advance(state, nseg, segbytes, idle[i], zone_start, zone_rate)
+            if throttled:
+                state[S_CLOCK] += np.int64(idle[i] * 1e9 + 0.5)
+        wait = 0.0
+        if throttled:  # the host holds the read back; the drive idles meanwhile
+            wait_ns = _throttle_wait_ns(state, ip, length[i])
+            state[S_CLOCK] += wait_ns
+            wait = wait_ns * 1e-9
+            _advance(state, nseg, segbytes, wait, zone_start, zone_rate)
         f = file[i]
         off = offset[i]
         remaining = length[i]
@@ -451,5 +585,8 @@ def service_kernel(file, offset, length, idle, ext_first, ext_base, extent_bytes
             flags |= SPLIT
         if not first and (flags & HIT) and (flags & (POSITIONED | STREAM)):
             flags &= ~HIT  # partly from the cache, partly from the media: not a hit
+        if throttled:
+            state[S_CLOCK] += np.int64(total * 1e9 + 0.5)
+            total += wait
         out_s[i] = total
         out_f[i] = flags

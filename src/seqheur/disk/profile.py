@@ -71,6 +71,24 @@ class DriveCache:
 
 
 @dataclass(frozen=True)
+class HostThrottle:
+    """A Linux blk-throttle read limit in front of the device: a cgroup's
+    ``blkio.throttle.read_bps_device`` / ``read_iops_device`` (cgroup v1; ``io.max`` ``rbps`` /
+    ``riops`` in v2). ``read_bps``/``read_iops`` 0: no limit of that kind. ``hz``: the
+    kernel's ``CONFIG_HZ`` (the throttle counts time in jiffies of 1/hz s and budgets it in
+    slices of hz/10 jiffies). The model (:func:`seqheur.disk.model.service_kernel`) follows
+    the kernel's rules, docs/disk-bench.md "A throttled device"."""
+
+    read_bps: int = 0
+    read_iops: int = 0
+    hz: int = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.read_bps > 0 or self.read_iops > 0
+
+
+@dataclass(frozen=True)
 class DiskProfile:
     """One disk, measured or modelled. Model parameters first, then the raw tables.
 
@@ -91,6 +109,7 @@ class DiskProfile:
     host_mbps: float = 1e9
     command_overhead_s: float = 0.0
     cache: DriveCache = field(default_factory=DriveCache)
+    throttle: HostThrottle = field(default_factory=HostThrottle)
     device: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
     tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -145,6 +164,8 @@ class DiskProfile:
                 "host_mbps": self.host_mbps,
                 "command_overhead_s": self.command_overhead_s,
                 "drive_cache": dataclasses.asdict(self.cache),
+                **({"throttle": dataclasses.asdict(self.throttle)} if self.throttle.enabled
+                   else {}),
             },
             "tables": self.tables,
             "sources": self.sources,
@@ -165,6 +186,7 @@ class DiskProfile:
             pos = m.get("positioning") or {}
             zones = m["zones"]
             cache = DriveCache(**(m.get("drive_cache") or {}))
+            throttle = HostThrottle(**(m.get("throttle") or {}))
             return cls(
                 name=str(doc["name"]),
                 kind=str(doc["kind"]),
@@ -178,6 +200,7 @@ class DiskProfile:
                 host_mbps=float(m["host_mbps"]),
                 command_overhead_s=float(m.get("command_overhead_s", 0.0)),
                 cache=cache,
+                throttle=throttle,
                 device=dict(doc.get("device") or {}),
                 provenance=dict(doc.get("provenance") or {}),
                 tables=dict(doc.get("tables") or {}),
@@ -220,6 +243,12 @@ def _check(p: DiskProfile) -> None:
         raise ProfileError("model.drive_cache: values must be >= 0")
     if c.segments > 4096:
         raise ProfileError("model.drive_cache.segments must be <= 4096")
+    t = p.throttle
+    if min(t.read_bps, t.read_iops, t.hz) < 0:
+        raise ProfileError("model.throttle: values must be >= 0")
+    if t.enabled and t.hz < 10:
+        raise ProfileError("model.throttle.hz (the kernel's CONFIG_HZ) must be >= 10 with a "
+                           "read_bps or read_iops limit")
     for name, rows in p.tables.items():
         keys = TABLE_KEYS.get(name)
         if not isinstance(rows, list):
