@@ -166,3 +166,12 @@ def test_a_bad_profile_fails_only_its_configuration(trace, monkeypatch):
     errors = shared["error"].to_list()
     assert errors[0] is None and errors[2] is None and "nosuchdisk" in errors[1]
     frames_identical(alone, shared)
+
+
+def test_a_group_failing_as_a_whole_fails_each_configuration_as_alone(trace):
+    configs = [Config("nosuchdetector", "freebsd4", "auto", "1MiB", p)
+               for p in ("ide-7200", "scsi-10k")]
+    shared = sweep(trace, configs, None, ExecutorSpec("serial"))
+    alone = sweep(trace, configs, None, ExecutorSpec("serial"), share=False)
+    assert all("nosuchdetector" in e for e in shared["error"].to_list())
+    frames_identical(alone, shared)

@@ -13,7 +13,9 @@ fused numba loop (:mod:`seqheur.engine`) does:
    is accounted, in order, when the policy reaches it: a hit if it was resident before this
    READ, else a miss with a cause (below) — with read-ahead off exactly an LRU;
 4. the issued disk reads go, in batches, to the **disk-time model**
-   (:mod:`seqheur.disk.model`), whose head and drive-cache state carry over between batches.
+   (:mod:`seqheur.disk.model`), whose head and drive-cache state carry over between batches;
+   nothing it computes feeds back, so one replay can be priced by several disk profiles
+   (``Replayer(profiles=...)``, :func:`replay_profiles`).
 
 **Causes** — every demand miss gets exactly one (so ``sum(lost_*) == misses``):
 ``evicted`` (the block was read ahead and evicted unused before this use), otherwise the

@@ -21,6 +21,9 @@ freebsd4, auto = each detector's default policy, 256MiB, ide-7200, disk-only), s
 every registered detector with default options works. A timing model other than
 ``disk-only`` adds its end-to-end columns to the rows (docs/timing.md); a ``disk-only`` row's
 ``config_id`` is the same as before timing was an axis, so older outputs resume.
+Configurations that differ only in their disk profile (with disk-only timing) are one task:
+one replay priced by each profile (:func:`share_groups`; the disk never feeds back into the
+replay), rows bit-identical to one replay each.
 Rows are identical whatever the executor (serial, local processes, Dask): they are ordered by
 configuration, never by completion, and carry no wall-clock times. Re-running with the same output
 skips configurations already there (failed ones are retried).
