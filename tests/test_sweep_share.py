@@ -79,10 +79,25 @@ def test_profiles_fed_in_chunks_equal_one_replay_each(stream):
         assert not same_row(rp.summary(k), alone.summary())
 
 
-def test_profiles_refuse_a_timing_model_and_an_empty_list(stream):
+def test_profiles_with_a_timing_model_equal_one_replay_each(stream):
+    """The closed-loop model runs after the replay, once per profile on that profile's disk."""
     sizes = observed_file_sizes(stream)
-    with pytest.raises(SeqheurError, match="timing model prices one disk profile"):
-        Replayer(stream.file_ids, profiles=PROFILES[:2], file_sizes=sizes,
+    timed = "closed-loop:preset=paper-testbed"
+    shared = replay_profiles(stream, PROFILES[:3], "slowdown", "ideal", cache="4MiB",
+                             file_sizes=sizes, timing=timed)
+    for profile, got in zip(PROFILES[:3], shared):
+        want = replay(stream, "slowdown", "ideal", cache="4MiB", profile=profile,
+                      file_sizes=sizes, per_request=False, timing=timed)
+        a, b = got.summary.row(0, named=True), want.summary.row(0, named=True)
+        assert "e2e_seconds" in a and not same_row(a, b), (profile, same_row(a, b))
+        assert (got.timing.done_s == want.timing.done_s).all()
+    assert len({r["e2e_seconds"] for r in shared}) == 3
+
+
+def test_profiles_refuse_no_disk_with_a_timing_model_and_an_empty_list(stream):
+    sizes = observed_file_sizes(stream)
+    with pytest.raises(SeqheurError, match="needs a disk profile"):
+        Replayer(stream.file_ids, profiles=["ide-7200", None], file_sizes=sizes,
                  timing="closed-loop:preset=paper-testbed")
     with pytest.raises(SeqheurError, match="profiles is empty"):
         Replayer(stream.file_ids, profiles=[], file_sizes=sizes)
@@ -97,12 +112,9 @@ def test_share_groups_join_only_what_differs_by_profile():
     assert sorted(i for g in groups for i in g) == list(range(len(configs)))
     for g in groups:
         members = [configs[i] for i in g]
-        if members[0].timing == timed:
-            assert len(g) == 1  # closed-loop timing: one configuration at a time
-        else:
-            assert len(g) == 2 and {c.profile for c in members} == {"ide-7200", "scsi-10k"}
-            assert len({(c.detector, c.table, c.policy, c.cache) for c in members}) == 1
-    assert len(groups) == 4 + 8
+        assert len(g) == 2 and {c.profile for c in members} == {"ide-7200", "scsi-10k"}
+        assert len({(c.detector, c.table, c.policy, c.cache, c.timing) for c in members}) == 1
+    assert len(groups) == 8
 
 
 GRID = {"detector": ["freebsd4", "slowdown", "always", "linux-3.12"],
@@ -128,9 +140,10 @@ def test_shared_sweep_rows_identical_to_one_replay_each(trace, tmp_path):
     frames_identical(alone, sweep(trace, configs, tmp_path / "r.parquet", ExecutorSpec("serial")))
 
 
-def test_shared_sweep_identical_on_worker_processes(trace):
+def test_shared_sweep_identical_on_worker_processes_and_with_timing(trace):
     configs = grid_from_dict({**GRID, "detector": ["slowdown", "linux-3.12"],
-                              "table": ["freebsd4"]})
+                              "table": ["freebsd4"],
+                              "timing": ["disk-only", "closed-loop:preset=paper-testbed"]})
     alone = sweep(trace, configs, None, ExecutorSpec("serial"), share=False)
     frames_identical(alone, sweep(trace, configs, None, ExecutorSpec("processes", 2)))
 

@@ -274,7 +274,7 @@ class Replayer:
     that all price the one replay's disk reads, each with its own layout placement and drive
     state (:class:`DiskPricer`): the cache and the detector never see the disk, so
     ``summary(k)`` is exactly the row a replay with ``profile=profiles[k]`` gives, for the
-    cost of one replay plus the disk model per profile. Not with a timing model.
+    cost of one replay plus the disk model (and the timing model) per profile.
     """
 
     def __init__(self, file_ids: np.ndarray, *, detector: Any = DEFAULT.detector,
@@ -343,9 +343,6 @@ class Replayer:
         if first is not None:
             self.place = first.place
         self._init_timing(timing)
-        if len(chosen) > 1 and self.timing is not None:
-            raise SeqheurError("a timing model prices one disk profile: replay each profile "
-                               "on its own (profiles=None)")
         self.requests_to = Path(requests_to) if requests_to is not None else None
         self.per_request = per_request or self.requests_to is not None
         self._parts: list[dict[str, np.ndarray]] = []
@@ -364,10 +361,10 @@ class Replayer:
 
         spec = parse_timing(timing)
         self.timing = None if spec is None or spec.disk_only else spec
-        self._timing_result: Any = None
+        self._timing_results: dict[int, Any] = {}  # per profile, until the next feed
         self._t_reqs: list[tuple[np.ndarray, ...]] = []
         self._t_ops: list[tuple[np.ndarray, ...]] = []
-        if self.timing is not None and self.disk is None:
+        if self.timing is not None and any(p is None for p in self.pricers):
             raise SeqheurError(f"timing model {self.timing.spec!r} needs a disk profile "
                                f"(profile=None has no disk time)")
         if self.timing is not None:
@@ -405,7 +402,7 @@ class Replayer:
                     1 << int(need * 2 - 1).bit_length(), int(acts.per_block)))
         if self.timing is not None:
             self._t_reqs.append((time_ns, file, offset, count))
-            self._timing_result = None  # a summary taken before this feed no longer holds
+            self._timing_results = {}  # a summary taken before this feed no longer holds
         keep = self.per_request
         lo = 0
         while lo < n:
@@ -499,21 +496,24 @@ class Replayer:
         out = {k: row[k] for k in M.SUMMARY_KEYS}
         if self.timing is not None:
             out["timing"] = self.timing.spec
-            out.update(self.timing_result().summary(int(out["demand_bytes"])))
+            out.update(self.timing_result(k).summary(int(out["demand_bytes"])))
         return out
 
-    def timing_result(self) -> Any:
-        """Run the timing model over everything fed so far (once; None without a model)."""
+    def timing_result(self, k: int = 0) -> Any:
+        """Run the timing model over everything fed so far, on the ``k``-th profile's disk
+        (once; None without a model)."""
         if self.timing is None:
             return None
-        if self._timing_result is None:
-            self._timing_result = self.timing.entry.impl(self.timing.params,
-                                                         self.timing_inputs())
-        return self._timing_result
+        if k not in self._timing_results:
+            self._timing_results[k] = self.timing.entry.impl(self.timing.params,
+                                                             self.timing_inputs(k))
+        return self._timing_results[k]
 
-    def timing_inputs(self) -> Any:
-        """What the timing model is given: every READ fed so far and every disk read
-        (:class:`seqheur.timing.closed_loop.TimingInputs`; needs a timing model)."""
+    def timing_inputs(self, k: int = 0) -> Any:
+        """What the timing model is given: every READ fed so far and every disk read, on the
+        ``k``-th profile's disk (:class:`seqheur.timing.closed_loop.TimingInputs`; needs a
+        timing model). The replay's reads are the same for every profile: the model runs
+        afterwards, on a drive of its own, and feeds nothing back."""
         from .timing.closed_loop import TimingInputs
 
         if self.timing is None:
@@ -535,7 +535,7 @@ class Replayer:
             _clipped_bytes(file, offset, count, self.world.fsize, nbytes)
         return TimingInputs(cat(self._t_reqs, 0), file, offset, nbytes,
                             *(cat(self._t_ops, k) for k in range(5)),
-                            disk=self.disk, place=self.place)
+                            disk=self.pricers[k].disk, place=self.pricers[k].place)
 
     def result(self) -> ReplayResult:
         summary = M.summary_frame([self.summary()])
@@ -681,19 +681,21 @@ def replay_profiles(stream_or_table: Any, profiles: Sequence[Any],
                     policy: Any = DEFAULT.policy, cache: Any = DEFAULT_CACHE, *,
                     file_sizes: Any = "auto", reorder_window: int = DEFAULT_REORDER_WINDOW,
                     layout: Any = None, drive_cache: bool = True, clip_eof: bool = True,
-                    sizes_from: Any = None) -> list[ReplayResult]:
+                    sizes_from: Any = None, timing: Any = None) -> list[ReplayResult]:
     """One replay priced by several disk profiles: a summary-only :class:`ReplayResult` per
     entry of ``profiles``, each identical to ``replay(..., profile=p, per_request=False)``
-    (``Replayer(profiles=...)``). The other arguments are :func:`replay`'s."""
+    (``Replayer(profiles=...)``); with a ``timing`` model, its result (run once per
+    profile) is each one's ``timing``. The other arguments are :func:`replay`'s."""
     stream = _as_stream(stream_or_table)
     source = sizes_from if isinstance(stream_or_table, ReadStream) else stream_or_table
     sizes, size_source = file_sizes_for(source, stream, file_sizes)
     rp = Replayer(stream.file_ids, detector=detector, table=table, policy=policy, cache=cache,
                   profiles=profiles, file_sizes=sizes, reorder_window=reorder_window,
                   layout=layout, drive_cache=drive_cache, per_request=False,
-                  clip_eof=clip_eof, size_source=size_source)
+                  clip_eof=clip_eof, size_source=size_source, timing=timing)
     rp.feed(stream)
-    return [ReplayResult(M.summary_frame([rp.summary(k)])) for k in range(len(profiles))]
+    return [ReplayResult(M.summary_frame([rp.summary(k)]), timing=rp.timing_result(k))
+            for k in range(len(profiles))]
 
 
 def replay_chunks(chunks: Iterable[ReadStream], detector: Any = DEFAULT.detector,

@@ -21,9 +21,9 @@ freebsd4, auto = each detector's default policy, 256MiB, ide-7200, disk-only), s
 every registered detector with default options works. A timing model other than
 ``disk-only`` adds its end-to-end columns to the rows (docs/timing.md); a ``disk-only`` row's
 ``config_id`` is the same as before timing was an axis, so older outputs resume.
-Configurations that differ only in their disk profile (with disk-only timing) are one task:
-one replay priced by each profile (:func:`share_groups`; the disk never feeds back into the
-replay), rows bit-identical to one replay each.
+Configurations that differ only in their disk profile are one task: one replay priced by
+each profile (:func:`share_groups`; the disk never feeds back into the replay, and a timing
+model runs after it), rows bit-identical to one replay each.
 Rows are identical whatever the executor (serial, local processes, Dask): they are ordered by
 configuration, never by completion, and carry no wall-clock times. Re-running with the same output
 skips configurations already there (failed ones are retried).
@@ -181,8 +181,8 @@ def run_config(trace: str, config: dict[str, str]) -> dict[str, Any]:
 
 
 def run_configs(trace: str, configs: list[dict[str, str]]) -> list[tuple[str, Any]]:
-    """Configurations that differ only in their disk profile, with disk-only timing, from one
-    replay priced by each profile (``replay.replay_profiles``): one outcome per configuration,
+    """Configurations that differ only in their disk profile, from one replay priced by each
+    profile (``replay.replay_profiles``): one outcome per configuration,
     ``("ok", row)`` with the row :func:`run_config` gives, or ``("error", message)``. If the
     shared replay fails, each configuration runs on its own, so a failure (a bad profile
     name) stays that configuration's, with the message it has alone."""
@@ -196,38 +196,28 @@ def run_configs(trace: str, configs: list[dict[str, str]]) -> list[tuple[str, An
         first = configs[0]
         results = replay_profiles(stream, [c["profile"] for c in configs],
                                   **{a: first[a] for a in _SHARED_AXES}, file_sizes=sizes)
+        results = [r.summary.to_dicts()[0] for r in results]
     except Exception:  # noqa: BLE001 - each configuration's own outcome, below
         return [guarded(run_config, (trace, c)) for c in configs]
     outcomes: list[tuple[str, Any]] = []
-    for result in results:
-        row = result.summary.to_dicts()[0]
+    for row in results:
         row["file_sizes"] = source  # as run_config's rows
         outcomes.append(("ok", row))
     return outcomes
 
 
-_SHARED_AXES = ("detector", "table", "policy", "cache")  # one replay; profiles price it
+_SHARED_AXES = ("detector", "table", "policy", "cache", "timing")  # one replay for all profiles
 
 
 def share_groups(configs: Sequence[Config]) -> list[list[int]]:
     """Indices of the configurations one task replays together, in order of first
-    appearance: those equal but for ``profile`` when timing is disk-only (the disk model
-    never feeds back into the cache or the detector, so one replay's disk reads serve every
-    profile); a closed-loop timing model runs one configuration at a time."""
+    appearance: those equal but for ``profile``. The disk model never feeds back into the
+    cache or the detector, and a timing model runs after the replay over its reads, so one
+    replay's disk reads serve every profile."""
     groups: dict[tuple[str, ...], list[int]] = {}
     for i, c in enumerate(configs):
-        key = ((*(getattr(c, a) for a in _SHARED_AXES), c.timing) if _disk_only(c.timing)
-               else ("alone", str(i)))
-        groups.setdefault(key, []).append(i)
+        groups.setdefault(tuple(getattr(c, a) for a in _SHARED_AXES), []).append(i)
     return list(groups.values())
-
-
-@lru_cache(maxsize=64)
-def _disk_only(timing: str) -> bool:
-    from .timing import parse_timing
-
-    spec = parse_timing(timing)
-    return spec is None or spec.disk_only
 
 
 def sweep(trace: str | os.PathLike[str], configs: Sequence[Config], output: str | os.PathLike[str] | None = None,
