@@ -479,7 +479,7 @@ class Replayer:
             "file_sizes": self.size_source,
             **{name: int(ctr[name]) for name in M.LOOP_COUNTERS},
             "table_ejections": int(counts.ejections),
-            **{f"lost_{name}": int(lost[k]) for k, name in enumerate(M.CAUSES)},
+            **{f"lost_{name}": int(lost[c]) for c, name in enumerate(M.CAUSES)},
             "disk_seconds": pricer.seconds if has_disk else float("nan"),
             "block_size": int(self.policy.bsize),
             "cache_bytes": self.cache_bytes,
@@ -493,7 +493,7 @@ class Replayer:
             "reorder_window": self.reorder_window,
         }
         row.update(M.derive(row))
-        out = {k: row[k] for k in M.SUMMARY_KEYS}
+        out = {key: row[key] for key in M.SUMMARY_KEYS}
         if self.timing is not None:
             out["timing"] = self.timing.spec
             out.update(self.timing_result(k).summary(int(out["demand_bytes"])))
@@ -534,7 +534,7 @@ class Replayer:
             nbytes = np.empty(file.size, np.int64)
             _clipped_bytes(file, offset, count, self.world.fsize, nbytes)
         return TimingInputs(cat(self._t_reqs, 0), file, offset, nbytes,
-                            *(cat(self._t_ops, k) for k in range(5)),
+                            *(cat(self._t_ops, j) for j in range(5)),
                             disk=self.pricers[k].disk, place=self.pricers[k].place)
 
     def result(self) -> ReplayResult:

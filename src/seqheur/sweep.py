@@ -180,6 +180,9 @@ def run_config(trace: str, config: dict[str, str]) -> dict[str, Any]:
     return row
 
 
+_SHARED_AXES = ("detector", "table", "policy", "cache", "timing")  # one replay for all profiles
+
+
 def run_configs(trace: str, configs: list[dict[str, str]]) -> list[tuple[str, Any]]:
     """Configurations that differ only in their disk profile, from one replay priced by each
     profile (``replay.replay_profiles``): one outcome per configuration,
@@ -204,9 +207,6 @@ def run_configs(trace: str, configs: list[dict[str, str]]) -> list[tuple[str, An
         row["file_sizes"] = source  # as run_config's rows
         outcomes.append(("ok", row))
     return outcomes
-
-
-_SHARED_AXES = ("detector", "table", "policy", "cache", "timing")  # one replay for all profiles
 
 
 def share_groups(configs: Sequence[Config]) -> list[list[int]]:
