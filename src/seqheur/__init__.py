@@ -64,6 +64,7 @@ _API: dict[str, str] = {
     # replay and scoring
     "replay": "replay:replay",
     "replay_chunks": "replay:replay_chunks",
+    "replay_profiles": "replay:replay_profiles",
     "bound": "bound:bound",
     "tune": "tune:tune",
     "Replayer": "replay:Replayer",

@@ -56,7 +56,8 @@ def executor_from_options(workers: int | None = None, dask_local: int | None = N
     return ExecutorSpec("serial", 1)
 
 
-def _guarded(fn: Callable[..., Any], args: tuple) -> tuple[str, Any]:
+def guarded(fn: Callable[..., Any], args: tuple) -> tuple[str, Any]:
+    """``fn(*args)`` as an outcome: ``("ok", value)``, or ``("error", message)`` if it raised."""
     try:
         return ("ok", fn(*args))
     except SeqheurError as exc:
@@ -80,7 +81,7 @@ def open_pool(spec: ExecutorSpec) -> Iterator[Callable[[Callable[..., Any], Sequ
     """A ``run(fn, arg_list)`` like :func:`run_tasks` whose processes or Dask cluster last
     for the ``with`` block, for callers that submit batch after batch (``seqheur tune``)."""
     if spec.kind == "serial":
-        yield lambda fn, arg_list: ((i, _guarded(fn, args)) for i, args in enumerate(arg_list))
+        yield lambda fn, arg_list: ((i, guarded(fn, args)) for i, args in enumerate(arg_list))
         return
     if spec.kind == "processes":
         # Not fork: polars' and numba's thread pools do not survive a fork of a process that
@@ -91,7 +92,7 @@ def open_pool(spec: ExecutorSpec) -> Iterator[Callable[[Callable[..., Any], Sequ
         ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
         with ProcessPoolExecutor(max_workers=spec.workers, mp_context=ctx) as pool:
             def run(fn, arg_list):
-                futures = {pool.submit(_guarded, fn, args): i for i, args in enumerate(arg_list)}
+                futures = {pool.submit(guarded, fn, args): i for i, args in enumerate(arg_list)}
                 for fut in as_completed(futures):
                     yield futures[fut], fut.result()
 
@@ -129,7 +130,7 @@ def _run_dask(client, fn, arg_list):
     from distributed import as_completed as dask_completed
 
     batch = next(_BATCHES)  # task keys unique across the batches of one client
-    futures = [client.submit(_guarded, fn, args, pure=False,
+    futures = [client.submit(guarded, fn, args, pure=False,
                              key=f"seqheur-task-{os.getpid()}-{batch}-{i}")
                for i, args in enumerate(arg_list)]
     index = {f.key: i for i, f in enumerate(futures)}

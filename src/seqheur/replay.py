@@ -13,7 +13,9 @@ fused numba loop (:mod:`seqheur.engine`) does:
    is accounted, in order, when the policy reaches it: a hit if it was resident before this
    READ, else a miss with a cause (below) — with read-ahead off exactly an LRU;
 4. the issued disk reads go, in batches, to the **disk-time model**
-   (:mod:`seqheur.disk.model`), whose head and drive-cache state carry over between batches.
+   (:mod:`seqheur.disk.model`), whose head and drive-cache state carry over between batches;
+   nothing it computes feeds back, so one replay can be priced by several disk profiles
+   (``Replayer(profiles=...)``, :func:`replay_profiles`).
 
 **Causes** — every demand miss gets exactly one (so ``sum(lost_*) == misses``):
 ``evicted`` (the block was read ahead and evicted unused before this use), otherwise the
@@ -57,7 +59,7 @@ import sys
 import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -231,6 +233,33 @@ def _clipped_bytes(file, offset, count, fsize, out):
         out[i] = c
 
 
+class DiskPricer:
+    """One disk model pricing a replay's disk reads, batch after batch: the files' placement
+    on it, the drive's state (head, cache segments) and the running totals of the summary's
+    disk columns."""
+
+    def __init__(self, profile: Any, file_sizes: np.ndarray, layout: Any,
+                 drive_cache: bool) -> None:
+        from .disk.model import DiskModel, Layout
+
+        self.disk = DiskModel.from_profile(profile, layout if layout is not None else Layout(),
+                                           drive_cache=drive_cache)
+        self.name = getattr(self.disk, "spec", None) or str(profile)  # with its options
+        self.place = self.disk.place(np.maximum(file_sizes, 1))
+        self.state = self.disk.new_state()
+        self.seconds = 0.0
+        self.positionings = 0
+        self.hits = 0
+
+    def price(self, file: np.ndarray, offset: np.ndarray, length: np.ndarray) -> None:
+        """Service the next batch of disk reads (issue order) and add up their time."""
+        res = self.disk.service(file, offset, length, self.place, self.state)
+        # strictly sequential sum: the total must not depend on where chunks were cut
+        self.seconds = float(np.cumsum(np.concatenate(([self.seconds], res.seconds)))[-1])
+        self.positionings += res.positionings
+        self.hits += res.hits
+
+
 class Replayer:
     """Replay state carried across chunks of one trace (see module docstring).
 
@@ -241,6 +270,11 @@ class Replayer:
     ``requests_to``: a Parquet path; the per-request columns are written there step by step
     (``_STEP`` requests at a time, so memory stays bounded however long the trace) instead of
     being kept, and the file appears when :meth:`result` finishes it (:meth:`abort` drops it).
+    ``profiles``: instead of ``profile``, several disk profiles (each entry as ``profile``)
+    that all price the one replay's disk reads, each with its own layout placement and drive
+    state (:class:`DiskPricer`): the cache and the detector never see the disk, so
+    ``summary(k)`` is exactly the row a replay with ``profile=profiles[k]`` gives, for the
+    cost of one replay plus the disk model (and the timing model) per profile.
     """
 
     def __init__(self, file_ids: np.ndarray, *, detector: Any = DEFAULT.detector,
@@ -251,7 +285,7 @@ class Replayer:
                  drive_cache: bool = True, per_request: bool = True,
                  clip_eof: bool = True, requests_to: str | os.PathLike[str] | None = None,
                  actions: bool = False, size_source: str | None = None,
-                 timing: Any = None) -> None:
+                 timing: Any = None, profiles: Sequence[Any] | None = None) -> None:
         from .detect import make_state
         from .heuristics.registry import parse_detector
         from .tables import parse_table
@@ -296,22 +330,18 @@ class Replayer:
             ops=R.new_op_buffer(_OPS_CAP, per_blk),
             acts=R.new_action_buffer(_ACTS_CAP if actions else 0))
         self._actions: list[np.ndarray] | None = [] if actions else None
-        self.profile_name: str | None = None
-        self.disk = None
-        self.disk_seconds = 0.0
-        self.disk_positionings = 0
-        self.disk_hits = 0
-        if profile is not None:
-            from .disk.model import DiskModel, Layout
-
-            if file_sizes is None:
-                raise SeqheurError("the disk model needs file sizes to lay files out: pass "
-                                   "file_sizes (or profile=None)")
-            self.disk = DiskModel.from_profile(profile, layout if layout is not None else Layout(),
-                                               drive_cache=drive_cache)
-            self.profile_name = getattr(self.disk, "spec", None) or str(profile)  # with options
-            self.place = self.disk.place(np.maximum(fsz, 1))
-            self.dstate = self.disk.new_state()
+        chosen = [profile] if profiles is None else list(profiles)
+        if not chosen:
+            raise SeqheurError("profiles is empty: give at least one disk profile (or None)")
+        if file_sizes is None and any(p is not None for p in chosen):
+            raise SeqheurError("the disk model needs file sizes to lay files out: pass "
+                               "file_sizes (or profile=None)")
+        self.pricers = [None if p is None else DiskPricer(p, fsz, layout, drive_cache)
+                        for p in chosen]
+        first = self.pricers[0]
+        self.disk = None if first is None else first.disk  # the timing model's and the oracle's
+        if first is not None:
+            self.place = first.place
         self._init_timing(timing)
         self.requests_to = Path(requests_to) if requests_to is not None else None
         self.per_request = per_request or self.requests_to is not None
@@ -331,10 +361,10 @@ class Replayer:
 
         spec = parse_timing(timing)
         self.timing = None if spec is None or spec.disk_only else spec
-        self._timing_result: Any = None
+        self._timing_results: dict[int, Any] = {}  # per profile, until the next feed
         self._t_reqs: list[tuple[np.ndarray, ...]] = []
         self._t_ops: list[tuple[np.ndarray, ...]] = []
-        if self.timing is not None and self.disk is None:
+        if self.timing is not None and any(p is None for p in self.pricers):
             raise SeqheurError(f"timing model {self.timing.spec!r} needs a disk profile "
                                f"(profile=None has no disk time)")
         if self.timing is not None:
@@ -372,7 +402,7 @@ class Replayer:
                     1 << int(need * 2 - 1).bit_length(), int(acts.per_block)))
         if self.timing is not None:
             self._t_reqs.append((time_ns, file, offset, count))
-            self._timing_result = None  # a summary taken before this feed no longer holds
+            self._timing_results = {}  # a summary taken before this feed no longer holds
         keep = self.per_request
         lo = 0
         while lo < n:
@@ -424,36 +454,33 @@ class Replayer:
         if self.timing is not None:
             self._t_ops.append(tuple(a[:k].copy() for a in (ops.request, ops.sync, ops.file,
                                                             ops.offset, ops.length)))
-        if self.disk is not None:
-            res = self.disk.service(ops.file[:k], ops.offset[:k], ops.length[:k], self.place,
-                                    self.dstate)
-            # strictly sequential sum: the total must not depend on where chunks were cut
-            self.disk_seconds = float(np.cumsum(np.concatenate(([self.disk_seconds],
-                                                                res.seconds)))[-1])
-            self.disk_positionings += res.positionings
-            self.disk_hits += res.hits
+        for pricer in self.pricers:
+            if pricer is not None:
+                pricer.price(ops.file[:k], ops.offset[:k], ops.length[:k])
         ops.fill.pending = 0
 
     # -- results ------------------------------------------------------------------------------
 
-    def summary(self) -> dict[str, Any]:
-        """The summary row (:data:`seqheur.metrics.METRICS`, in that order)."""
+    def summary(self, k: int = 0) -> dict[str, Any]:
+        """The summary row (:data:`seqheur.metrics.METRICS`, in that order), its disk columns
+        priced by the ``k``-th of ``profiles`` (the one ``profile`` by default)."""
         self._flush()
         ctr = self.world.ctr
         lost = self.world.lost
         counts = self.tcounts.counts
-        has_disk = self.disk is not None
+        pricer = self.pricers[k]
+        has_disk = pricer is not None
         row: dict[str, Any] = {
             "detector": self.spec.spec,
             "table": self.model.spec,
             "policy": self.policy.spec,
             "cache": self.cache_text,
-            "profile": self.profile_name,
+            "profile": pricer.name if has_disk else None,
             "file_sizes": self.size_source,
             **{name: int(ctr[name]) for name in M.LOOP_COUNTERS},
             "table_ejections": int(counts.ejections),
-            **{f"lost_{name}": int(lost[k]) for k, name in enumerate(M.CAUSES)},
-            "disk_seconds": self.disk_seconds if has_disk else float("nan"),
+            **{f"lost_{name}": int(lost[c]) for c, name in enumerate(M.CAUSES)},
+            "disk_seconds": pricer.seconds if has_disk else float("nan"),
             "block_size": int(self.policy.bsize),
             "cache_bytes": self.cache_bytes,
             "files": len(self.file_ids),
@@ -461,29 +488,32 @@ class Replayer:
             "prefetch_unused_at_end": C.prefetch_counts(self.world.cache)[1],
             "table_fresh": int(counts.fresh),
             "table_cold": int(counts.cold),
-            "disk_positionings": self.disk_positionings if has_disk else None,
-            "disk_cache_hits": self.disk_hits if has_disk else None,
+            "disk_positionings": pricer.positionings if has_disk else None,
+            "disk_cache_hits": pricer.hits if has_disk else None,
             "reorder_window": self.reorder_window,
         }
         row.update(M.derive(row))
-        out = {k: row[k] for k in M.SUMMARY_KEYS}
+        out = {key: row[key] for key in M.SUMMARY_KEYS}
         if self.timing is not None:
             out["timing"] = self.timing.spec
-            out.update(self.timing_result().summary(int(out["demand_bytes"])))
+            out.update(self.timing_result(k).summary(int(out["demand_bytes"])))
         return out
 
-    def timing_result(self) -> Any:
-        """Run the timing model over everything fed so far (once; None without a model)."""
+    def timing_result(self, k: int = 0) -> Any:
+        """Run the timing model over everything fed so far, on the ``k``-th profile's disk
+        (once; None without a model)."""
         if self.timing is None:
             return None
-        if self._timing_result is None:
-            self._timing_result = self.timing.entry.impl(self.timing.params,
-                                                         self.timing_inputs())
-        return self._timing_result
+        if k not in self._timing_results:
+            self._timing_results[k] = self.timing.entry.impl(self.timing.params,
+                                                             self.timing_inputs(k))
+        return self._timing_results[k]
 
-    def timing_inputs(self) -> Any:
-        """What the timing model is given: every READ fed so far and every disk read
-        (:class:`seqheur.timing.closed_loop.TimingInputs`; needs a timing model)."""
+    def timing_inputs(self, k: int = 0) -> Any:
+        """What the timing model is given: every READ fed so far and every disk read, on the
+        ``k``-th profile's disk (:class:`seqheur.timing.closed_loop.TimingInputs`; needs a
+        timing model). The replay's reads are the same for every profile: the model runs
+        afterwards, on a drive of its own, and feeds nothing back."""
         from .timing.closed_loop import TimingInputs
 
         if self.timing is None:
@@ -504,8 +534,8 @@ class Replayer:
             nbytes = np.empty(file.size, np.int64)
             _clipped_bytes(file, offset, count, self.world.fsize, nbytes)
         return TimingInputs(cat(self._t_reqs, 0), file, offset, nbytes,
-                            *(cat(self._t_ops, k) for k in range(5)),
-                            disk=self.disk, place=self.place)
+                            *(cat(self._t_ops, j) for j in range(5)),
+                            disk=self.pricers[k].disk, place=self.pricers[k].place)
 
     def result(self) -> ReplayResult:
         summary = M.summary_frame([self.summary()])
@@ -644,6 +674,28 @@ def replay(stream_or_table: Any, detector: Any = DEFAULT.detector, table: Any = 
     except BaseException:
         rp.abort()
         raise
+
+
+def replay_profiles(stream_or_table: Any, profiles: Sequence[Any],
+                    detector: Any = DEFAULT.detector, table: Any = DEFAULT.table,
+                    policy: Any = DEFAULT.policy, cache: Any = DEFAULT_CACHE, *,
+                    file_sizes: Any = "auto", reorder_window: int = DEFAULT_REORDER_WINDOW,
+                    layout: Any = None, drive_cache: bool = True, clip_eof: bool = True,
+                    sizes_from: Any = None, timing: Any = None) -> list[ReplayResult]:
+    """One replay priced by several disk profiles: a summary-only :class:`ReplayResult` per
+    entry of ``profiles``, each identical to ``replay(..., profile=p, per_request=False)``
+    (``Replayer(profiles=...)``); with a ``timing`` model, its result (run once per
+    profile) is each one's ``timing``. The other arguments are :func:`replay`'s."""
+    stream = _as_stream(stream_or_table)
+    source = sizes_from if isinstance(stream_or_table, ReadStream) else stream_or_table
+    sizes, size_source = file_sizes_for(source, stream, file_sizes)
+    rp = Replayer(stream.file_ids, detector=detector, table=table, policy=policy, cache=cache,
+                  profiles=profiles, file_sizes=sizes, reorder_window=reorder_window,
+                  layout=layout, drive_cache=drive_cache, per_request=False,
+                  clip_eof=clip_eof, size_source=size_source, timing=timing)
+    rp.feed(stream)
+    return [ReplayResult(M.summary_frame([rp.summary(k)]), timing=rp.timing_result(k))
+            for k in range(len(profiles))]
 
 
 def replay_chunks(chunks: Iterable[ReadStream], detector: Any = DEFAULT.detector,

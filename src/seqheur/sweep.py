@@ -21,6 +21,9 @@ freebsd4, auto = each detector's default policy, 256MiB, ide-7200, disk-only), s
 every registered detector with default options works. A timing model other than
 ``disk-only`` adds its end-to-end columns to the rows (docs/timing.md); a ``disk-only`` row's
 ``config_id`` is the same as before timing was an axis, so older outputs resume.
+Configurations that differ only in their disk profile are one task: one replay priced by
+each profile (:func:`share_groups`; the disk never feeds back into the replay, and a timing
+model runs after it), rows bit-identical to one replay each.
 Rows are identical whatever the executor (serial, local processes, Dask): they are ordered by
 configuration, never by completion, and carry no wall-clock times. Re-running with the same output
 skips configurations already there (failed ones are retried).
@@ -41,7 +44,7 @@ from typing import Any, Sequence
 
 from .config import DEFAULT
 from .errors import SeqheurError
-from .executors import ExecutorSpec, run_tasks
+from .executors import ExecutorSpec, guarded, run_tasks
 
 AXES = ("detector", "table", "policy", "cache", "profile", "timing")
 DEFAULTS = {a: getattr(DEFAULT, a) for a in AXES}  # seqheur.config.ReplayConfig
@@ -177,12 +180,54 @@ def run_config(trace: str, config: dict[str, str]) -> dict[str, Any]:
     return row
 
 
+_SHARED_AXES = ("detector", "table", "policy", "cache", "timing")  # one replay for all profiles
+
+
+def run_configs(trace: str, configs: list[dict[str, str]]) -> list[tuple[str, Any]]:
+    """Configurations that differ only in their disk profile, from one replay priced by each
+    profile (``replay.replay_profiles``): one outcome per configuration,
+    ``("ok", row)`` with the row :func:`run_config` gives, or ``("error", message)``. If the
+    shared replay fails, each configuration runs on its own, so a failure (a bad profile
+    name) stays that configuration's, with the message it has alone."""
+    if len(configs) == 1:
+        return [guarded(run_config, (trace, configs[0]))]
+    from .replay import replay_profiles
+
+    try:
+        stream = load_stream(trace)
+        sizes, source = trace_file_sizes(trace)
+        first = configs[0]
+        results = replay_profiles(stream, [c["profile"] for c in configs],
+                                  **{a: first[a] for a in _SHARED_AXES}, file_sizes=sizes)
+        results = [r.summary.to_dicts()[0] for r in results]
+    except Exception:  # noqa: BLE001 - each configuration's own outcome, below
+        return [guarded(run_config, (trace, c)) for c in configs]
+    outcomes: list[tuple[str, Any]] = []
+    for row in results:
+        row["file_sizes"] = source  # as run_config's rows
+        outcomes.append(("ok", row))
+    return outcomes
+
+
+def share_groups(configs: Sequence[Config]) -> list[list[int]]:
+    """Indices of the configurations one task replays together, in order of first
+    appearance: those equal but for ``profile``. The disk model never feeds back into the
+    cache or the detector, and a timing model runs after the replay over its reads, so one
+    replay's disk reads serve every profile."""
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, c in enumerate(configs):
+        groups.setdefault(tuple(getattr(c, a) for a in _SHARED_AXES), []).append(i)
+    return list(groups.values())
+
+
 def sweep(trace: str | os.PathLike[str], configs: Sequence[Config], output: str | os.PathLike[str] | None = None,
-          executor: ExecutorSpec = ExecutorSpec(), resume: bool = True):
+          executor: ExecutorSpec = ExecutorSpec(), resume: bool = True, share: bool = True):
     """Run every configuration; return a polars DataFrame (one row per configuration).
 
     With ``output``, rows are checkpointed there (atomically) as they complete, and rows of a
-    previous run already in it are kept and not recomputed.
+    previous run already in it are kept and not recomputed. ``share``: configurations that
+    differ only in their disk profile are one task and one replay (:func:`share_groups`;
+    rows identical to ``share=False``, one replay per configuration).
     """
     import polars as pl
 
@@ -206,21 +251,26 @@ def sweep(trace: str | os.PathLike[str], configs: Sequence[Config], output: str 
         ordered = [rows[c.config_id] for c in configs if c.config_id in rows]
         return _frame(ordered)
 
+    groups = share_groups(todo) if share else [[i] for i in range(len(todo))]
+    tasks = [(trace, [todo[i].as_dict() for i in g]) for g in groups]
     with progress(f"sweep ({executor.describe()})", total=len(todo)) as bar:
-        for i, outcome in run_tasks(run_config, [(trace, c.as_dict()) for c in todo], executor):
-            c = todo[i]
-            status, value = outcome
-            row = {"config_id": c.config_id, **c.as_dict()}
-            if status == "ok":
-                row.update({k: v for k, v in value.items() if k not in AXES})
-                for a in AXES:  # the summary's canonical names, when they differ from the grid's
-                    if a in value and str(value[a]) != row[a]:
-                        row[f"{a}_name"] = value[a]
-                row["error"] = None
-            else:
-                row["error"] = value
-            rows[c.config_id] = row
-            bar.advance()
+        for g, task_outcome in run_tasks(run_configs, tasks, executor):
+            status, value = task_outcome
+            # a task that failed as a whole (it should not: run_configs catches) fails each
+            outcomes = value if status == "ok" else [task_outcome] * len(groups[g])
+            for i, (status, value) in zip(groups[g], outcomes):
+                c = todo[i]
+                row = {"config_id": c.config_id, **c.as_dict()}
+                if status == "ok":
+                    row.update({k: v for k, v in value.items() if k not in AXES})
+                    for a in AXES:  # the summary's canonical names, when they differ from the grid's
+                        if a in value and str(value[a]) != row[a]:
+                            row[f"{a}_name"] = value[a]
+                    row["error"] = None
+                else:
+                    row["error"] = value
+                rows[c.config_id] = row
+                bar.advance()  # configurations, not tasks
             if output is not None and time.monotonic() - last > CHECKPOINT_SECONDS:
                 write_parquet(frame(), output)
                 last = time.monotonic()
