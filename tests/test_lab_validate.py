@@ -54,6 +54,14 @@ def test_row_and_report() -> None:
     text = report([r])
     assert "seq-v3" in text and "+25.0%" in text and "+4.0%" in text
     assert "disk_bytes ±5%: 1/1" in text and "mbps ±20%: 0/1" in text
+    # the reads submitted (before merging) are compared too, without a target
+    b = row("seq-v3", {"mbps": 20.0, "disk_bytes": 1000, "disk_ops": 95, "disk_bios": 128},
+            {"mbps": 20.0, "disk_bytes": 1000, "disk_ops": 100, "disk_bios": 128}, {})
+    assert (b["measured_disk_bios"], b["predicted_disk_bios"], b["error_disk_bios"]) == (
+        128, 128, 0.0)
+    assert "target_disk_bios_met" not in b and "disk_bios" not in b["measured"]
+    assert b["error_disk_ops"] == pytest.approx(5 / 95)
+    assert "128" in report([b])
     empty = row("x", {"mbps": None, "disk_bytes": 0, "disk_ops": 0}, {}, {})
     assert empty["target_mbps_met"] is None and "—" in report([empty])
     assert set(TARGETS) == {"mbps", "disk_bytes", "disk_ops"}

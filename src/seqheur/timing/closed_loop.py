@@ -22,6 +22,12 @@ of them the READ waits for (``sync``; read-ahead is asynchronous). This model ti
   address of the file placement, :meth:`seqheur.disk.model.DiskModel.place`), feeding the
   drive model one read at a time (:func:`seqheur.disk.model.service_kernel`, its state carried
   from read to read; the time the drive was idle before a read lets its own read-ahead run).
+  With ``merge=plug`` or ``elevator`` the queue is a block layer's: a read that continues a
+  request still queued (not yet handed to the drive), or ends where one starts, joins it as
+  long as the request stays within ``max_request`` bytes (Linux's back and front merges, up
+  to the queue's ``max_sectors_kb``); ``plug`` tries the newest queued request only, as
+  Linux's plug merge does, ``elevator`` every queued one. The drive serves a request as one
+  read.
 
 Not modelled: CPU contention between nfsd threads, request bytes and per-packet overheads,
 losses and retransmissions, client-side caching, writes and other RPCs, several clients (the
@@ -62,8 +68,12 @@ PRESETS: dict[str, dict[str, Any]] = {
     "paper-testbed": dict(slots=8, rsize=8192, nfsd=8, link_mbps=125.0, rtt_us=100.0,
                           host_mbps=54.0, cpu_us=50.0, scheduler="cscan"),
     # a client and server on one machine over loopback: no wire, a short round trip
+    # the Linux block layer merges adjacent reads (queue/nomerges 0), up to the queue's
+    # max_sectors_kb (1280 here: the kernel's default cap); behind blk-throttle with the
+    # scheduler "none" merges happen in the plug of the throttle's dispatch (docs/timing.md)
     "lab-loopback": dict(slots=16, rsize=1048576, nfsd=16, link_mbps=0.0, rtt_us=30.0,
-                         host_mbps=0.0, cpu_us=20.0, scheduler="fifo"),
+                         host_mbps=0.0, cpu_us=20.0, scheduler="fifo", merge="plug",
+                         max_request=1310720),
 }
 
 
@@ -90,6 +100,14 @@ class Params:
     scheduler: str = param("fifo", choices=("fifo", "cscan"),
                            doc="disk queue: fifo (arrival order) or cscan (one-way elevator "
                            "by byte address)")
+    merge: str = param("off", choices=("off", "plug", "elevator"),
+                       doc="block-layer merging of a read into a queued request it continues "
+                       "(back merge) or ends just before (front merge): plug: the newest "
+                       "queued request only (Linux's plug merge); elevator: any queued "
+                       "request (an I/O scheduler's merge lookup); off: none")
+    max_request: int = param(1310720, unit="bytes", doc="largest request merging builds "
+                             "(Linux: the queue's max_sectors_kb; 1280 KiB is the kernel's "
+                             "default cap)")
 
     def __post_init__(self) -> None:
         if self.slots < 1:
@@ -98,6 +116,8 @@ class Params:
             raise ValueError(f"nfsd must be >= 1, not {self.nfsd}")
         if self.rsize < 1:
             raise ValueError(f"rsize must be >= 1 byte, not {self.rsize}")
+        if self.max_request < 1:
+            raise ValueError(f"max_request must be >= 1 byte, not {self.max_request}")
         for name in ("rtt_us", "link_mbps", "host_mbps", "cpu_us"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")
@@ -133,6 +153,7 @@ class TimingResult:
     disk_end_s: float  # when the disk finished its last read (read-ahead may outlast replies)
     client_bytes: int  # bytes the replies carried to the client
     disk_bytes: int  # bytes the disk reads transferred
+    disk_requests: int  # requests the drive served: the disk reads after merging
 
     @property
     def e2e_seconds(self) -> float:
@@ -148,7 +169,8 @@ class TimingResult:
                 "e2e_throughput_mbps": demand_bytes / 1e6 / e2e if e2e > 0 else nan,
                 "read_latency_p50_ms": float(pct[0]), "read_latency_p95_ms": float(pct[1]),
                 "read_latency_p99_ms": float(pct[2]),
-                "disk_utilisation": self.disk_busy_s / span if span > 0 else nan}
+                "disk_utilisation": self.disk_busy_s / span if span > 0 else nan,
+                "disk_requests": self.disk_requests}
 
 
 def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...]) -> list[float]:
@@ -261,24 +283,40 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
     done = np.empty(n)
 
     def disk() -> Disk:
-        m = op_file.size
-        return Disk(np.empty(m, i64), np.empty(m, i64), addr, op_file, op_off, op_len,
-                    place.ext_first, place.ext_base, *inputs.disk.kernel_args(),
-                    inputs.disk.new_state(), np.zeros(1), np.zeros(1, i64), np.zeros(1, i64),
-                    np.zeros(1, i64), np.zeros(1), np.zeros(1, np.uint8))
+        return new_disk(inputs, addr, op_file, op_off, op_len, params.merge,
+                        params.max_request)
 
     ok = False
+    d = disk()
     if params.nfsd >= slots and not exact:  # no READ ever waits for a thread: the short loop
         busy, disk_end, ok = simulate(arrive, nbytes, i64(params.rsize), file, offset, op_req,
                                       op_sync, op_off, op_len, slots, half_rtt, rate, cpu_s,
-                                      nfiles, cscan, ext, disk(), issue, done)
+                                      nfiles, cscan, ext, d, issue, done)
     if not ok:
+        d = disk()
         busy, disk_end = simulate_exact(arrive, nbytes, i64(params.rsize), file, offset,
                                         op_req, op_sync, op_off, op_len, slots, half_rtt,
                                         rate, cpu_s, int(params.nfsd), nfiles, cscan, ext,
-                                        disk(), issue, done)
+                                        d, issue, done)
     return TimingResult(issue, done, float(busy), float(disk_end), int(nbytes.sum()),
-                        int(op_len.sum()))
+                        int(op_len.sum()), int(op_len.size - d.merge[1]))
+
+
+def new_disk(inputs: TimingInputs, addr: np.ndarray, op_file: np.ndarray, op_off: np.ndarray,
+             op_len: np.ndarray, merge: str, max_request: int) -> "Disk":
+    """An empty disk queue in front of the replay's drive model (its state fresh) for the
+    disk reads ``op_*`` (int64) starting at disk addresses ``addr``; ``merge``: off, plug or
+    elevator, up to ``max_request`` bytes."""
+    i64 = np.int64
+    m = op_file.size
+    place = inputs.place
+    return Disk(np.empty(m, i64), np.empty(m, i64), addr, op_file, op_off, op_len,
+                place.ext_first, place.ext_base, *inputs.disk.kernel_args(),
+                inputs.disk.new_state(), np.zeros(1), np.zeros(1, i64), np.zeros(1, i64),
+                np.zeros(1, i64), np.zeros(1), np.zeros(1, np.uint8),
+                np.empty(m, i64), np.empty(m, i64), np.empty(m, i64), np.empty(m, i64),
+                np.empty(m, i64),
+                np.array([max_request if merge != "off" else 0, 0, merge == "plug", -1], i64))
 
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
@@ -396,16 +434,16 @@ def _issued(x, slot, file, op_req, op_file, op_ptr, w):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _server_has(x, slot, file, offset, nbytes, op_sync, op_off, op_len, d, dq_tail, cscan,
-                w, free):
-    """READ x's CPU work is done: its disk reads enter the queue (``dq_tail``: its end), and
+def _server_has(x, slot, file, offset, nbytes, op_sync, op_off, op_len, d, dq_head, dq_tail,
+                cscan, w, free):
+    """READ x's CPU work is done: its disk reads enter the queue (``dq_head:dq_tail``), and
     it waits for its demand reads and for earlier reads of its bytes not yet done (among the
     last LOOKBACK of its file). Sets ``w.pending[slot]``; returns the queue's new end and
     the node pool's free list."""
     cnt = 0
     lo = w.op_lo[slot]
     for j in range(lo, w.op_hi[slot]):
-        dq_tail = _enqueue(d, j, dq_tail, cscan)
+        dq_tail = _enqueue(d, j, dq_head, dq_tail, cscan)
         if op_sync[j] != 0:
             cnt += 1
             free = _wait_for(j, x, slot, w, free)
@@ -542,12 +580,93 @@ class Disk(NamedTuple):
     one_len: np.ndarray
     out_s: np.ndarray  # float64[1]: its service time
     out_f: np.ndarray  # uint8[1]: its flags
+    # requests: the queue holds each request's first read (its head); the reads merged into
+    # it follow in a list. Per head: the request's extent (file offset, bytes, disk address)
+    rq_next: np.ndarray  # int64[m]: the request's next read (NO_LINK: the last)
+    rq_last: np.ndarray  # int64[m]: per head, the request's last read
+    rq_off: np.ndarray  # int64[m]
+    rq_len: np.ndarray  # int64[m]
+    rq_addr: np.ndarray  # int64[m]
+    # int64[4]: the largest request (0: no merging); reads merged so far; 1: plug merging
+    # (the newest request only), 0: elevator (any queued request); the newest request's
+    # first read while it is queued (-1: none)
+    merge: np.ndarray
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _enqueue(d, j, tail, cscan):
-    """Disk read j enters the queue; returns the queue's new end. ``cscan``: after the
-    reads at its address or below (binary search), so equal addresses keep arrival order."""
+def _joins(d, j, h, limit):
+    """How disk read j would merge into queued request h: 1 back (j starts where h ends, in
+    its file and on the disk), -1 front (j ends where h starts), 0 not at all (another file,
+    not adjacent, or the request would exceed ``limit`` bytes)."""
+    if d.op_file[h] != d.op_file[j] or d.rq_len[h] + d.op_len[j] > limit:
+        return 0
+    if d.rq_off[h] + d.rq_len[h] == d.op_off[j] and d.rq_addr[h] + d.rq_len[h] == d.addr[j]:
+        return 1
+    if d.op_off[j] + d.op_len[j] == d.rq_off[h] and d.addr[j] + d.op_len[j] == d.rq_addr[h]:
+        return -1
+    return 0
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _merge(d, j, k, how, cscan):
+    """Disk read j joins the request at queue position k, at its end (``how`` 1) or its
+    start (-1; with ``cscan`` the request moves back into address order)."""
+    h = d.dq[k]
+    d.rq_next[d.rq_last[h]] = j
+    d.rq_last[h] = j
+    d.rq_len[h] += d.op_len[j]
+    d.merge[1] += 1
+    if how < 0:
+        d.rq_off[h] = d.op_off[j]
+        d.rq_addr[h] = d.addr[j]
+        if cscan:
+            while k > 0 and d.qaddr[k - 1] > d.rq_addr[h]:
+                d.dq[k] = d.dq[k - 1]
+                d.qaddr[k] = d.qaddr[k - 1]
+                k -= 1
+            d.dq[k] = h
+            d.qaddr[k] = d.rq_addr[h]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _enqueue(d, j, head, tail, cscan):
+    """Disk read j enters the queue (``dq[head:tail]``, or ``dq[:tail]`` with ``cscan``);
+    returns the queue's new end. With merging (``d.merge``) it first tries to join a queued
+    request: plug merging tries the newest request only (the one created last, if it is
+    still queued); elevator merging every queued request, newest first with ``fifo``
+    (address order, highest first, with ``cscan``), a back merge before a front merge.
+    Otherwise it is a request of its own; ``cscan``: after the requests at its address or
+    below (binary search), so equal addresses keep arrival order."""
+    d.rq_next[j] = NO_LINK
+    limit = d.merge[0]
+    if limit > 0:
+        if d.merge[2] != 0:  # plug
+            h = d.merge[3]
+            if h >= 0:
+                how = _joins(d, j, h, limit)
+                if how != 0:
+                    k = tail - 1
+                    while d.dq[k] != h:  # fifo: the last; cscan: found by its place
+                        k -= 1
+                    _merge(d, j, k, how, cscan)
+                    return tail
+        else:
+            front = -1
+            for k in range(tail - 1, (0 if cscan else head) - 1, -1):
+                how = _joins(d, j, d.dq[k], limit)
+                if how > 0:
+                    _merge(d, j, k, how, cscan)
+                    return tail
+                if how < 0 and front < 0:
+                    front = k
+            if front >= 0:
+                _merge(d, j, front, -1, cscan)
+                return tail
+        d.merge[3] = j
+    d.rq_last[j] = j
+    d.rq_off[j] = d.op_off[j]
+    d.rq_len[j] = d.op_len[j]
+    d.rq_addr[j] = d.addr[j]
     if not cscan:
         d.dq[tail] = j
         return tail + 1
@@ -570,11 +689,11 @@ def _enqueue(d, j, tail, cscan):
 
 @njit(nogil=True, _nrt=False)  # cached by the replay, keyed by sources: calls the drive model
 def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, idle_s):
-    """The idle disk takes the next read of its queue after ``idle_s`` seconds idle and
-    serves it with the drive model: the oldest (fifo), or the one at the lowest address at
-    or past the head, wrapping to the lowest address (cscan; among equal addresses the
-    oldest). Returns the read (-1: the queue is empty), its service time and the queue's
-    new head and end."""
+    """The idle disk takes the next request of its queue after ``idle_s`` seconds idle and
+    serves it with the drive model as one read: the oldest (fifo), or the one at the lowest
+    address at or past the head, wrapping to the lowest address (cscan; among equal
+    addresses the oldest). Returns the request's first read (-1: the queue is empty), its
+    service time and the queue's new head and end."""
     if head == tail:
         return -1, 0.0, head, tail
     if cscan:
@@ -596,10 +715,12 @@ def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, idle_s):
     else:
         j = d.dq[head]
         head += 1
+    if j == d.merge[3]:  # the newest request leaves the queue: nothing to plug-merge with
+        d.merge[3] = -1
     d.idle[0] = idle_s
     d.one_file[0] = d.op_file[j]
-    d.one_off[0] = d.op_off[j]
-    d.one_len[0] = d.op_len[j]
+    d.one_off[0] = d.rq_off[j]
+    d.one_len[0] = d.rq_len[j]
     service_kernel(d.one_file, d.one_off, d.one_len, d.idle, d.ext_first, d.ext_base,
                    extent_bytes, d.ip, d.fp, d.seek_d, d.seek_t, d.zone_start, d.zone_rate,
                    d.dstate, d.out_s, d.out_f)
@@ -687,7 +808,8 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
             cpu_head = (cpu_head + 1) & mask
             cpu_len -= 1
             dq_tail, node_free = _server_has(x, slot, file, offset, nbytes, op_sync, op_off,
-                                             op_len, d, dq_tail, cscan, w, node_free)
+                                             op_len, d, dq_head, dq_tail, cscan, w,
+                                             node_free)
             if w.pending[slot] == 0:
                 link_free = _send(x, now, nbytes, rate, link_free)
                 done[x] = link_free + half_rtt
@@ -697,33 +819,35 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
                 nfree += 1
         else:
             now = disk_t
-            j = disk_op
             disk_busy = False
             disk_free_at = now
-            _read_done(j, d.op_file[j], w)
-            # its waiters, in READ order: those waiting for nothing else reply
-            k = w.w_head[j]
-            while k != NO_LINK:
-                r = w.node_r[k]
-                slot = w.node_slot[k]
-                w.pending[slot] -= 1
-                if w.pending[slot] == 0:
-                    link_free = _send(r, now, nbytes, rate, link_free)
-                    done[r] = link_free + half_rtt
-                    free_at[known & mask] = done[r]
-                    known += 1
-                    free_slot[nfree] = slot
-                    nfree += 1
-                after = w.node_next[k]
-                w.node_next[k] = node_free
-                node_free = k
-                k = after
+            j = disk_op
+            while j != NO_LINK:  # the request's reads, in the order they joined it
+                _read_done(j, d.op_file[j], w)
+                # its waiters, in READ order: those waiting for nothing else reply
+                k = w.w_head[j]
+                while k != NO_LINK:
+                    r = w.node_r[k]
+                    slot = w.node_slot[k]
+                    w.pending[slot] -= 1
+                    if w.pending[slot] == 0:
+                        link_free = _send(r, now, nbytes, rate, link_free)
+                        done[r] = link_free + half_rtt
+                        free_at[known & mask] = done[r]
+                        known += 1
+                        free_slot[nfree] = slot
+                        nfree += 1
+                    after = w.node_next[k]
+                    w.node_next[k] = node_free
+                    node_free = k
+                    k = after
+                j = d.rq_next[j]
         if not disk_busy:
             j, service, dq_head, dq_tail = _serve_next(d, dq_head, dq_tail, head_addr, cscan,
                                                        extent_bytes, now - disk_free_at)
             if j >= 0:
                 busy += service
-                head_addr = d.addr[j] + op_len[j]
+                head_addr = d.rq_addr[j] + d.rq_len[j]
                 disk_busy = True
                 disk_t = now + service
                 disk_op = j
@@ -868,7 +992,8 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
             cpu_head = (cpu_head + 1) & mask
             cpu_len -= 1
             dq_tail, node_free = _server_has(x, slot, file, offset, nbytes, op_sync, op_off,
-                                             op_len, d, dq_tail, cscan, w, node_free)
+                                             op_len, d, dq_head, dq_tail, cscan, w,
+                                             node_free)
             if w.pending[slot] == 0:
                 link_free = _send(x, now, nbytes, rate, link_free)
                 q = (rv_head + rv_len) & mask
@@ -880,30 +1005,32 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
                 seq += 1
                 idle_threads += 1
         else:  # EV_DISK
-            j = disk_op
             disk_busy = False
             disk_free_at = now
-            _read_done(j, d.op_file[j], w)
-            # its waiters, in READ order: those waiting for nothing else reply
-            k = w.w_head[j]
-            while k != NO_LINK:
-                r = w.node_r[k]
-                slot = w.node_slot[k]
-                w.pending[slot] -= 1
-                if w.pending[slot] == 0:
-                    link_free = _send(r, now, nbytes, rate, link_free)
-                    q = (rv_head + rv_len) & mask
-                    rv_t[q] = link_free + half_rtt
-                    rv_seq[q] = seq
-                    rv_r[q] = r
-                    rv_slot[q] = slot
-                    rv_len += 1
-                    seq += 1
-                    idle_threads += 1
-                after = w.node_next[k]
-                w.node_next[k] = node_free
-                node_free = k
-                k = after
+            j = disk_op
+            while j != NO_LINK:  # the request's reads, in the order they joined it
+                _read_done(j, d.op_file[j], w)
+                # its waiters, in READ order: those waiting for nothing else reply
+                k = w.w_head[j]
+                while k != NO_LINK:
+                    r = w.node_r[k]
+                    slot = w.node_slot[k]
+                    w.pending[slot] -= 1
+                    if w.pending[slot] == 0:
+                        link_free = _send(r, now, nbytes, rate, link_free)
+                        q = (rv_head + rv_len) & mask
+                        rv_t[q] = link_free + half_rtt
+                        rv_seq[q] = seq
+                        rv_r[q] = r
+                        rv_slot[q] = slot
+                        rv_len += 1
+                        seq += 1
+                        idle_threads += 1
+                    after = w.node_next[k]
+                    w.node_next[k] = node_free
+                    node_free = k
+                    k = after
+                j = d.rq_next[j]
         # free threads take arrived READs in arrival order
         while idle_threads > 0 and nq_len > 0:
             r = nq[nq_head]
@@ -921,7 +1048,7 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
                                                        extent_bytes, now - disk_free_at)
             if j >= 0:
                 busy += service
-                head_addr = d.addr[j] + op_len[j]
+                head_addr = d.rq_addr[j] + d.rq_len[j]
                 disk_busy = True
                 disk_t = now + service
                 disk_seq = seq
