@@ -10,7 +10,8 @@ after the clients. Measured: the clients' NFS throughput (bytes their READs retu
 READ issued to last reply received, from the clients' own logs) and the reads and bytes the
 loop device served. Predicted: the captured trace replayed through ``linux-6`` with the
 device's ``read_ahead_kb`` and ``max_sectors_kb``, the ``ideal`` table, an ample cache, a disk
-profile of the throttle and ``closed-loop:preset=lab-loopback`` with the scenario's slots.
+profile of the unthrottled loop device and ``closed-loop:preset=lab-loopback`` with the
+scenario's slots, the run's throttle and the queue's largest request.
 
 The pure parts (stat deltas, errors, rows, the report) need nothing; the run needs root and
 the lab packages.
@@ -147,19 +148,26 @@ def report(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def throttle_profile(bps: int, capacity: int) -> Any:
-    """The throttled loop device as a DiskProfile: a transfer rate of the throttle's bytes per
-    second and nothing else (no positioning, no command overhead, no drive cache). The backing
-    store is tmpfs, so what the device adds besides the throttle is taken as zero; the iops
-    throttle is set so that it never binds for reads of 4 KiB or more (see ``iops_for``)."""
+# The loop device's own read rate, unthrottled (MB/s, 10^6 B/s): measured on the reference
+# machine on 2026-11-26 with `dd if=/dev/loopN of=/dev/null iflag=direct` over a 256 MiB
+# image on /dev/shm attached with --direct-io=on, three runs each: 1.5-2.0 GB/s with 128 KiB
+# reads, 1.0-2.7 GB/s with 1 MiB reads (docs/capture-lab.md). Behind a throttle of 20-200
+# MB/s it adds 0.1-1 % to a read's time, so its spread hardly matters.
+LOOP_MBPS = 1500.0
+
+
+def loop_profile(capacity: int) -> Any:
+    """The loop device without its throttle as a DiskProfile: :data:`LOOP_MBPS` and nothing
+    else (no positioning, no command overhead, no drive cache: the backing store is tmpfs).
+    The throttle is the timing model's (``throttle_mbps``); the iops throttle is set so that
+    it never binds for reads of 4 KiB or more (see ``iops_for``) and is not modelled."""
     from ..disk.profile import DiskProfile
 
     return DiskProfile(
-        name=f"loop-throttle-{bps}", kind="modelled",
-        description=f"loop device (direct I/O, tmpfs image) behind a blkio read throttle of "
-                    f"{bps} B/s",
-        capacity_bytes=capacity, zone_mbps=(bps / 1e6,),
-        sources={"zones": "blkio.throttle.read_bps_device of the run",
+        name="loop-tmpfs", kind="modelled",
+        description="loop device (direct I/O, tmpfs image), unthrottled",
+        capacity_bytes=capacity, zone_mbps=(LOOP_MBPS,),
+        sources={"zones": "dd iflag=direct of the loop device, 2026-11-26 (LOOP_MBPS)",
                  "positioning": "none: tmpfs backing store",
                  "command_overhead_s": "none assumed (not calibrated)"})
 
@@ -193,14 +201,15 @@ class ValidateOptions:
 
 
 def predict(pcap: Path, sc: Scenario, ra_kb: int, io_kb: int, cache: int, profile: Any,
-            table: str = "ideal") -> tuple[dict[str, Any], dict[str, Any]]:
-    """Replay a capture as the server's kernel would see it; (figures, settings)."""
+            bps: int, table: str = "ideal") -> tuple[dict[str, Any], dict[str, Any]]:
+    """Replay a capture as the server's kernel would see it, behind the run's read throttle
+    of ``bps`` bytes/s; (figures, settings)."""
     from ..replay import replay
 
     detector = f"linux-6:ra_kb={ra_kb},io_kb={io_kb}"
     # the block layer merges up to the queue's max_sectors_kb (the read-ahead's io_kb)
     timing = (f"closed-loop:preset=lab-loopback:slots={slots_of(sc)}:"
-              f"max_request={io_kb * 1024}")
+              f"throttle_mbps={bps / 1e6}:max_request={io_kb * 1024}")
     r = replay(str(pcap), detector, table, cache=cache, profile=profile, timing=timing,
                per_request=False)
     # the device's field 1 counts requests after merging; field 1 + 2 the reads submitted
@@ -356,7 +365,7 @@ def validate(names: Sequence[str], options: ValidateOptions = ValidateOptions(),
             loop.sys("queue/read_ahead_kb").write_text(f"{options.read_ahead_kb}\n")
             ra_kb = int(loop.sys("queue/read_ahead_kb").read_text())
             io_kb = int(loop.sys("queue/max_sectors_kb").read_text())
-            profile = throttle_profile(options.bps, int(total * 1.25) + (64 << 20))
+            profile = loop_profile(int(total * 1.25) + (64 << 20))
             cache = max(256 << 20, 2 * total)
             for sc in scenarios:
                 files = [str(export / f.name) for f in sc.files]
@@ -381,7 +390,7 @@ def validate(names: Sequence[str], options: ValidateOptions = ValidateOptions(),
                             "disk_merges": disk["merges"],
                             "disk_bios": disk["disk_ops"] + disk["merges"]}
                 predicted, psettings = predict(out / man["pcap"]["file"], sc, ra_kb, io_kb,
-                                               cache, profile, options.table)
+                                               cache, profile, options.bps, options.table)
                 settings = {"device": loop.name, "read_ahead_kb": ra_kb,
                             "max_sectors_kb": io_kb, "throttle_read_bps": options.bps,
                             "throttle_read_iops": iops, "backing": "tmpfs image, direct I/O",

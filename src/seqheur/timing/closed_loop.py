@@ -22,12 +22,17 @@ of them the READ waits for (``sync``; read-ahead is asynchronous). This model ti
   address of the file placement, :meth:`seqheur.disk.model.DiskModel.place`), feeding the
   drive model one read at a time (:func:`seqheur.disk.model.service_kernel`, its state carried
   from read to read; the time the drive was idle before a read lets its own read-ahead run).
-  With ``merge=plug`` or ``elevator`` the queue is a block layer's: a read that continues a
-  request still queued (not yet handed to the drive), or ends where one starts, joins it as
-  long as the request stays within ``max_request`` bytes (Linux's back and front merges, up
-  to the queue's ``max_sectors_kb``); ``plug`` tries the newest queued request only, as
-  Linux's plug merge does, ``elevator`` every queued one. The drive serves a request as one
-  read.
+* **block layer** (Linux's, read at the source: block/blk-throttle.c, block/blk-merge.c,
+  block/blk-mq.c) — ``throttle_mbps``: a blk-throttle read limit in front of the queue, with
+  its time slices (an idle throttle lets a slice's budget through at once; a read over the
+  budget is held, with every read after it, until the budget covers it and the slice has
+  ended). ``merge``: a read that continues a request, or ends where one starts, joins it
+  within ``max_request`` bytes (back and front merges up to ``max_sectors_kb``): ``plug``
+  only among reads the throttle holds (it lets them go in one batch under one plug, and a
+  plug merges a bio into the request added last), as with the scheduler ``none``, where a
+  request that passed goes straight to the driver; ``elevator`` also into any request
+  waiting in the disk queue (an I/O scheduler's merge lookup). The drive serves a request
+  as one read.
 
 Not modelled: CPU contention between nfsd threads, request bytes and per-packet overheads,
 losses and retransmissions, client-side caching, writes and other RPCs, several clients (the
@@ -69,8 +74,8 @@ PRESETS: dict[str, dict[str, Any]] = {
                           host_mbps=54.0, cpu_us=50.0, scheduler="cscan"),
     # a client and server on one machine over loopback: no wire, a short round trip
     # the Linux block layer merges adjacent reads (queue/nomerges 0), up to the queue's
-    # max_sectors_kb (1280 here: the kernel's default cap); behind blk-throttle with the
-    # scheduler "none" merges happen in the plug of the throttle's dispatch (docs/timing.md)
+    # max_sectors_kb (1280 here: the kernel's default cap); with the scheduler "none" (the
+    # loop device's) only reads blk-throttle held and let go together (docs/timing.md)
     "lab-loopback": dict(slots=16, rsize=1048576, nfsd=16, link_mbps=0.0, rtt_us=30.0,
                          host_mbps=0.0, cpu_us=20.0, scheduler="fifo", merge="plug",
                          max_request=1310720),
@@ -101,13 +106,19 @@ class Params:
                            doc="disk queue: fifo (arrival order) or cscan (one-way elevator "
                            "by byte address)")
     merge: str = param("off", choices=("off", "plug", "elevator"),
-                       doc="block-layer merging of a read into a queued request it continues "
-                       "(back merge) or ends just before (front merge): plug: the newest "
-                       "queued request only (Linux's plug merge); elevator: any queued "
-                       "request (an I/O scheduler's merge lookup); off: none")
+                       doc="block-layer merging of a read into a request it continues (back "
+                       "merge) or ends just before (front merge): plug: into the newest read "
+                       "the throttle holds (they leave it under one plug; Linux with the "
+                       "scheduler none); elevator: also into any request in the disk queue "
+                       "(an I/O scheduler's merge lookup); off: none")
     max_request: int = param(1310720, unit="bytes", doc="largest request merging builds "
                              "(Linux: the queue's max_sectors_kb; 1280 KiB is the kernel's "
                              "default cap)")
+    throttle_mbps: float = param(0.0, unit="MB/s", doc="a blk-throttle read limit in front "
+                                 "of the disk queue (cgroup blkio.throttle.read_bps_device), "
+                                 "MB = 10^6 bytes; 0 = none")
+    throttle_slice_ms: float = param(100.0, unit="ms", doc="blk-throttle's time slice "
+                                     "(Linux: DFL_THROTL_SLICE, HZ / 10)")
 
     def __post_init__(self) -> None:
         if self.slots < 1:
@@ -116,9 +127,11 @@ class Params:
             raise ValueError(f"nfsd must be >= 1, not {self.nfsd}")
         if self.rsize < 1:
             raise ValueError(f"rsize must be >= 1 byte, not {self.rsize}")
+        if self.throttle_slice_ms <= 0:
+            raise ValueError(f"throttle_slice_ms must be > 0, not {self.throttle_slice_ms}")
         if self.max_request < 1:
             raise ValueError(f"max_request must be >= 1 byte, not {self.max_request}")
-        for name in ("rtt_us", "link_mbps", "host_mbps", "cpu_us"):
+        for name in ("rtt_us", "link_mbps", "host_mbps", "cpu_us", "throttle_mbps"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")
 
@@ -284,7 +297,7 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
 
     def disk() -> Disk:
         return new_disk(inputs, addr, op_file, op_off, op_len, params.merge,
-                        params.max_request)
+                        params.max_request, params.throttle_mbps, params.throttle_slice_ms)
 
     ok = False
     d = disk()
@@ -303,10 +316,12 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
 
 
 def new_disk(inputs: TimingInputs, addr: np.ndarray, op_file: np.ndarray, op_off: np.ndarray,
-             op_len: np.ndarray, merge: str, max_request: int) -> "Disk":
+             op_len: np.ndarray, merge: str, max_request: int, throttle_mbps: float = 0.0,
+             throttle_slice_ms: float = 100.0) -> "Disk":
     """An empty disk queue in front of the replay's drive model (its state fresh) for the
     disk reads ``op_*`` (int64) starting at disk addresses ``addr``; ``merge``: off, plug or
-    elevator, up to ``max_request`` bytes."""
+    elevator, up to ``max_request`` bytes; ``throttle_mbps``: a blk-throttle read limit in
+    front of the drive (0: none) with slices of ``throttle_slice_ms``."""
     i64 = np.int64
     m = op_file.size
     place = inputs.place
@@ -316,7 +331,9 @@ def new_disk(inputs: TimingInputs, addr: np.ndarray, op_file: np.ndarray, op_off
                 np.zeros(1, i64), np.zeros(1), np.zeros(1, np.uint8),
                 np.empty(m, i64), np.empty(m, i64), np.empty(m, i64), np.empty(m, i64),
                 np.empty(m, i64),
-                np.array([max_request if merge != "off" else 0, 0, merge == "plug", -1], i64))
+                np.array([max_request if merge != "off" else 0, 0, merge == "plug"], i64),
+                np.array([throttle_mbps * 1e6, throttle_slice_ms * 1e-3, 0.0, -1.0, 0.0, 0.0,
+                          0.0]), np.empty(m, i64), np.zeros(2, i64))
 
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
@@ -435,7 +452,7 @@ def _issued(x, slot, file, op_req, op_file, op_ptr, w):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _server_has(x, slot, file, offset, nbytes, op_sync, op_off, op_len, d, dq_head, dq_tail,
-                cscan, w, free):
+                cscan, now, w, free):
     """READ x's CPU work is done: its disk reads enter the queue (``dq_head:dq_tail``), and
     it waits for its demand reads and for earlier reads of its bytes not yet done (among the
     last LOOKBACK of its file). Sets ``w.pending[slot]``; returns the queue's new end and
@@ -443,7 +460,7 @@ def _server_has(x, slot, file, offset, nbytes, op_sync, op_off, op_len, d, dq_he
     cnt = 0
     lo = w.op_lo[slot]
     for j in range(lo, w.op_hi[slot]):
-        dq_tail = _enqueue(d, j, dq_head, dq_tail, cscan)
+        dq_tail = _enqueue(d, j, dq_head, dq_tail, cscan, now)
         if op_sync[j] != 0:
             cnt += 1
             free = _wait_for(j, x, slot, w, free)
@@ -587,10 +604,14 @@ class Disk(NamedTuple):
     rq_off: np.ndarray  # int64[m]
     rq_len: np.ndarray  # int64[m]
     rq_addr: np.ndarray  # int64[m]
-    # int64[4]: the largest request (0: no merging); reads merged so far; 1: plug merging
-    # (the newest request only), 0: elevator (any queued request); the newest request's
-    # first read while it is queued (-1: none)
+    # int64[3]: the largest request (0: no merging); reads merged so far; 1: plug merging
+    # (held reads into the newest held request), 0: elevator (also any queued request)
     merge: np.ndarray
+    # float64[7]: a blk-throttle in front of the disk queue (:func:`_throttle_wait`), and
+    # when it lets its oldest held request go
+    gate: np.ndarray
+    tq: np.ndarray  # int64[m]: the requests the throttle holds, oldest first: tq[held[0]:held[1]]
+    held: np.ndarray  # int64[2]
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -608,10 +629,8 @@ def _joins(d, j, h, limit):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _merge(d, j, k, how, cscan):
-    """Disk read j joins the request at queue position k, at its end (``how`` 1) or its
-    start (-1; with ``cscan`` the request moves back into address order)."""
-    h = d.dq[k]
+def _join(d, j, h, how):
+    """Disk read j joins request h at its end (``how`` 1) or its start (-1)."""
     d.rq_next[d.rq_last[h]] = j
     d.rq_last[h] = j
     d.rq_len[h] += d.op_len[j]
@@ -619,6 +638,15 @@ def _merge(d, j, k, how, cscan):
     if how < 0:
         d.rq_off[h] = d.op_off[j]
         d.rq_addr[h] = d.addr[j]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _merge(d, j, k, how, cscan):
+    """Disk read j joins the request at queue position k, at its end (``how`` 1) or its
+    start (-1; with ``cscan`` the request moves back into address order)."""
+    h = d.dq[k]
+    _join(d, j, h, how)
+    if how < 0:
         if cscan:
             while k > 0 and d.qaddr[k - 1] > d.rq_addr[h]:
                 d.dq[k] = d.dq[k - 1]
@@ -629,48 +657,68 @@ def _merge(d, j, k, how, cscan):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _enqueue(d, j, head, tail, cscan):
-    """Disk read j enters the queue (``dq[head:tail]``, or ``dq[:tail]`` with ``cscan``);
-    returns the queue's new end. With merging (``d.merge``) it first tries to join a queued
-    request: plug merging tries the newest request only (the one created last, if it is
-    still queued); elevator merging every queued request, newest first with ``fifo``
-    (address order, highest first, with ``cscan``), a back merge before a front merge.
-    Otherwise it is a request of its own; ``cscan``: after the requests at its address or
-    below (binary search), so equal addresses keep arrival order."""
+def _enqueue(d, j, head, tail, cscan, now):
+    """Disk read j is submitted at ``now``; returns the disk queue's new end (the queue is
+    ``dq[head:tail]``, or ``dq[:tail]`` with ``cscan``).
+
+    With a throttle (``d.gate``) the read first meets it, as a bio meets blk-throttle before
+    the request queue: while reads are held it is held behind them, and with merging on it
+    joins the newest held request if it continues it or ends where it starts (the throttle
+    lets its held reads go in one batch, submitted under one plug, and a plug merges a bio
+    into the request added last); else it passes if the budget covers it, or is held. A
+    read that passes (or every read, without a throttle) enters the disk queue, where
+    ``elevator`` merging joins it to a queued request it continues (newest first with
+    ``fifo``, highest address first with ``cscan``), else to one it ends just before; with
+    ``plug`` a request in the disk queue is already the driver's and takes no read. Merged
+    requests stay within the largest request size. Otherwise the read is a request of its
+    own; ``cscan``: after the requests at its address or below, so equal addresses keep
+    arrival order."""
     d.rq_next[j] = NO_LINK
-    limit = d.merge[0]
-    if limit > 0:
-        if d.merge[2] != 0:  # plug
-            h = d.merge[3]
-            if h >= 0:
-                how = _joins(d, j, h, limit)
-                if how != 0:
-                    k = tail - 1
-                    while d.dq[k] != h:  # fifo: the last; cscan: found by its place
-                        k -= 1
-                    _merge(d, j, k, how, cscan)
-                    return tail
-        else:
-            front = -1
-            for k in range(tail - 1, (0 if cscan else head) - 1, -1):
-                how = _joins(d, j, d.dq[k], limit)
-                if how > 0:
-                    _merge(d, j, k, how, cscan)
-                    return tail
-                if how < 0 and front < 0:
-                    front = k
-            if front >= 0:
-                _merge(d, j, front, -1, cscan)
-                return tail
-        d.merge[3] = j
     d.rq_last[j] = j
     d.rq_off[j] = d.op_off[j]
     d.rq_len[j] = d.op_len[j]
     d.rq_addr[j] = d.addr[j]
+    limit = d.merge[0]
+    g = d.gate
+    if g[0] > 0.0:
+        tail = _throttle_release(d, now, tail, cscan)
+        if d.held[0] < d.held[1]:  # reads are held: behind them
+            h = d.tq[d.held[1] - 1]
+            how = _joins(d, j, h, limit) if limit > 0 else 0
+            if how != 0:
+                _join(d, j, h, how)
+                return tail
+            d.tq[d.held[1]] = j
+            d.held[1] += 1
+            return tail
+        wait = _throttle_wait(g, d.op_len[j], now)
+        if wait > 0.0:
+            d.tq[d.held[1]] = j
+            d.held[1] += 1
+            g[6] = now + wait
+            return tail
+    if limit > 0 and d.merge[2] == 0:  # elevator
+        front = -1
+        for k in range(tail - 1, (0 if cscan else head) - 1, -1):
+            how = _joins(d, j, d.dq[k], limit)
+            if how > 0:
+                _merge(d, j, k, how, cscan)
+                return tail
+            if how < 0 and front < 0:
+                front = k
+        if front >= 0:
+            _merge(d, j, front, -1, cscan)
+            return tail
+    return _push(d, j, tail, cscan)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _push(d, j, tail, cscan):
+    """Request j (its first read) enters the disk queue; returns the queue's new end."""
     if not cscan:
         d.dq[tail] = j
         return tail + 1
-    a = d.addr[j]
+    a = d.rq_addr[j]
     lo = 0
     hi = tail
     while lo < hi:
@@ -687,14 +735,81 @@ def _enqueue(d, j, head, tail, cscan):
     return tail + 1
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def _throttle_release(d, now, tail, cscan):
+    """The throttle lets its held requests go, oldest first, at the times its budget admits
+    them, up to ``now``: each enters the disk queue (whose new end is returned). Requests
+    the same release admits leave together (blk-throttle dispatches them in one batch)."""
+    g = d.gate
+    while d.held[0] < d.held[1] and g[6] <= now:
+        h = d.tq[d.held[0]]
+        wait = _throttle_wait(g, d.rq_len[h], g[6])
+        if wait > 0.0:
+            g[6] += wait
+            continue
+        d.held[0] += 1
+        tail = _push(d, h, tail, cscan)
+    g[5] = 1.0 if d.held[0] < d.held[1] else 0.0
+    return tail
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _throttle_wait(g, size, now):
+    """blk-throttle's byte limit in front of the drive (Linux block/blk-throttle.c, read at
+    the source; its rules, in continuous time): how long a request of ``size`` bytes taken
+    at ``now`` must wait (0: it passes, and is charged). ``g``: the limit (bytes/s; 0: no
+    throttle), the slice (s), the slice's start and end, the bytes dispatched in it,
+    whether a request is being held, and (kept by the caller) when the oldest held request
+    may go. The budget is the limit times the time since the
+    slice's start rounded up to whole slices, so an idle throttle lets a slice's worth
+    through at once; a request over the budget waits until the budget covers it *and* the
+    current slice has ended. A new slice starts when the last one is over and nothing is
+    held; a dispatch pushes the slice's end one slice past it, and once two slices have
+    passed it drops all but the last whole one (with the bytes they allowed)."""
+    bps = g[0]
+    if bps <= 0.0:
+        return 0.0
+    sl = g[1]
+    if (now < g[2] or now > g[3]) and g[5] == 0.0:
+        g[2] = now
+        g[3] = now + sl
+        g[4] = 0.0
+    elapsed = now - g[2]
+    rounded = sl if elapsed <= 0.0 else np.ceil(elapsed / sl) * sl
+    over = g[4] + size - bps * rounded
+    if over > 0.0:
+        wait = over / bps + (rounded - elapsed)
+        if wait < 1e-9:  # rounding: never hold for nothing
+            wait = 1e-9
+        g[5] = 1.0
+        if g[3] < now + wait:
+            g[3] = np.ceil((now + wait) / sl) * sl
+        return wait
+    g[4] += size
+    g[5] = 0.0
+    if g[2] <= now <= g[3]:
+        g[3] = np.ceil((now + sl) / sl) * sl
+        passed = np.floor((now - g[2]) / sl) * sl
+        if passed >= 2 * sl:
+            passed -= sl
+            g[4] = max(0.0, g[4] - bps * passed)
+            g[2] += passed
+    return 0.0
+
+
 @njit(nogil=True, _nrt=False)  # cached by the replay, keyed by sources: calls the drive model
-def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, idle_s):
-    """The idle disk takes the next request of its queue after ``idle_s`` seconds idle and
-    serves it with the drive model as one read: the oldest (fifo), or the one at the lowest
-    address at or past the head, wrapping to the lowest address (cscan; among equal
-    addresses the oldest). Returns the request's first read (-1: the queue is empty), its
-    service time and the queue's new head and end."""
+def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, now, idle_s):
+    """The idle disk takes the next request of its queue at ``now``, after ``idle_s``
+    seconds idle, and serves it with the drive model as one read: the oldest (fifo), or the
+    one at the lowest address at or past the head, wrapping to the lowest address (cscan;
+    among equal addresses the oldest). Returns the request's first read (-1: none taken),
+    its service time (or, when the throttle holds the request, how long it holds it) and
+    the queue's new head and end."""
+    if d.gate[0] > 0.0:
+        tail = _throttle_release(d, now, tail, cscan)
     if head == tail:
+        if d.held[0] < d.held[1]:  # the throttle holds the next request until then
+            return -1, d.gate[6] - now, head, tail
         return -1, 0.0, head, tail
     if cscan:
         lo = 0
@@ -715,8 +830,6 @@ def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, idle_s):
     else:
         j = d.dq[head]
         head += 1
-    if j == d.merge[3]:  # the newest request leaves the queue: nothing to plug-merge with
-        d.merge[3] = -1
     d.idle[0] = idle_s
     d.one_file[0] = d.op_file[j]
     d.one_off[0] = d.rq_off[j]
@@ -808,7 +921,7 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
             cpu_head = (cpu_head + 1) & mask
             cpu_len -= 1
             dq_tail, node_free = _server_has(x, slot, file, offset, nbytes, op_sync, op_off,
-                                             op_len, d, dq_head, dq_tail, cscan, w,
+                                             op_len, d, dq_head, dq_tail, cscan, now, w,
                                              node_free)
             if w.pending[slot] == 0:
                 link_free = _send(x, now, nbytes, rate, link_free)
@@ -820,7 +933,8 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
         else:
             now = disk_t
             disk_busy = False
-            disk_free_at = now
+            if disk_op != NO_LINK:  # a read done, not the throttle's hold
+                disk_free_at = now
             j = disk_op
             while j != NO_LINK:  # the request's reads, in the order they joined it
                 _read_done(j, d.op_file[j], w)
@@ -844,13 +958,17 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
                 j = d.rq_next[j]
         if not disk_busy:
             j, service, dq_head, dq_tail = _serve_next(d, dq_head, dq_tail, head_addr, cscan,
-                                                       extent_bytes, now - disk_free_at)
+                                                       extent_bytes, now, now - disk_free_at)
             if j >= 0:
                 busy += service
                 head_addr = d.rq_addr[j] + d.rq_len[j]
                 disk_busy = True
                 disk_t = now + service
                 disk_op = j
+            elif service > 0.0:  # the throttle holds the next request that long
+                disk_busy = True
+                disk_t = now + service
+                disk_op = NO_LINK
     return busy, disk_free_at, True
 
 
@@ -992,7 +1110,7 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
             cpu_head = (cpu_head + 1) & mask
             cpu_len -= 1
             dq_tail, node_free = _server_has(x, slot, file, offset, nbytes, op_sync, op_off,
-                                             op_len, d, dq_head, dq_tail, cscan, w,
+                                             op_len, d, dq_head, dq_tail, cscan, now, w,
                                              node_free)
             if w.pending[slot] == 0:
                 link_free = _send(x, now, nbytes, rate, link_free)
@@ -1006,7 +1124,8 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
                 idle_threads += 1
         else:  # EV_DISK
             disk_busy = False
-            disk_free_at = now
+            if disk_op != NO_LINK:  # a read done, not the throttle's hold
+                disk_free_at = now
             j = disk_op
             while j != NO_LINK:  # the request's reads, in the order they joined it
                 _read_done(j, d.op_file[j], w)
@@ -1045,7 +1164,7 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
         # an idle disk starts the next read of its queue
         if not disk_busy:
             j, service, dq_head, dq_tail = _serve_next(d, dq_head, dq_tail, head_addr, cscan,
-                                                       extent_bytes, now - disk_free_at)
+                                                       extent_bytes, now, now - disk_free_at)
             if j >= 0:
                 busy += service
                 head_addr = d.rq_addr[j] + d.rq_len[j]
@@ -1053,5 +1172,11 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
                 disk_t = now + service
                 disk_seq = seq
                 disk_op = j
+                seq += 1
+            elif service > 0.0:  # the throttle holds the next request that long
+                disk_busy = True
+                disk_t = now + service
+                disk_seq = seq
+                disk_op = NO_LINK
                 seq += 1
     return busy, disk_free_at
