@@ -452,7 +452,7 @@ def test_a_merged_request_is_contiguous_and_within_the_limit(s, merge, cscan, ma
                                                       inputs.op_length))
     place = inputs.place
     addr = CL.op_address(f, o, place.ext_first, place.ext_base, i64(place.extent_bytes))
-    d = CL.new_disk(inputs, addr, f, o, n, merge, max_request, throttle, 10.0)
+    d = CL.new_disk(inputs, addr, f, o, n, merge, max_request, throttle, 10)
     rng = np.random.default_rng(seed)
     order = rng.permutation(f.size) if rng.random() < 0.5 else np.arange(f.size)
     head = tail = 0

@@ -117,7 +117,7 @@ class Params:
     throttle_mbps: float = param(0.0, unit="MB/s", doc="a blk-throttle read limit in front "
                                  "of the disk queue (cgroup blkio.throttle.read_bps_device), "
                                  "MB = 10^6 bytes; 0 = none")
-    throttle_slice_ms: float = param(100.0, unit="ms", doc="blk-throttle's time slice "
+    throttle_slice_ms: int = param(100, unit="ms", doc="blk-throttle's time slice "
                                      "(Linux: DFL_THROTL_SLICE, HZ / 10)")
 
     def __post_init__(self) -> None:
@@ -127,8 +127,8 @@ class Params:
             raise ValueError(f"nfsd must be >= 1, not {self.nfsd}")
         if self.rsize < 1:
             raise ValueError(f"rsize must be >= 1 byte, not {self.rsize}")
-        if self.throttle_slice_ms <= 0:
-            raise ValueError(f"throttle_slice_ms must be > 0, not {self.throttle_slice_ms}")
+        if self.throttle_slice_ms < 1:
+            raise ValueError(f"throttle_slice_ms must be >= 1, not {self.throttle_slice_ms}")
         if self.max_request < 1:
             raise ValueError(f"max_request must be >= 1 byte, not {self.max_request}")
         for name in ("rtt_us", "link_mbps", "host_mbps", "cpu_us", "throttle_mbps"):
@@ -317,7 +317,7 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
 
 def new_disk(inputs: TimingInputs, addr: np.ndarray, op_file: np.ndarray, op_off: np.ndarray,
              op_len: np.ndarray, merge: str, max_request: int, throttle_mbps: float = 0.0,
-             throttle_slice_ms: float = 100.0) -> "Disk":
+             throttle_slice_ms: int = 100) -> "Disk":
     """An empty disk queue in front of the replay's drive model (its state fresh) for the
     disk reads ``op_*`` (int64) starting at disk addresses ``addr``; ``merge``: off, plug or
     elevator, up to ``max_request`` bytes; ``throttle_mbps``: a blk-throttle read limit in
