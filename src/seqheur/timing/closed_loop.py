@@ -72,9 +72,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     # (bufqdisksort); rtt and cpu are assumed (docs/timing.md)
     "paper-testbed": dict(slots=8, rsize=8192, nfsd=8, link_mbps=125.0, rtt_us=100.0,
                           host_mbps=54.0, cpu_us=50.0, scheduler="cscan"),
-    # a client and server on one machine over loopback: no wire, a short round trip
-    # the Linux block layer merges adjacent reads (queue/nomerges 0), up to the queue's
-    # max_sectors_kb (1280 here: the kernel's default cap); with the scheduler "none" (the
+    # a client and server on one machine over loopback: no wire, a short round trip; the
+    # Linux block layer merges adjacent reads (queue/nomerges 0) up to the queue's
+    # max_sectors_kb (1280 here: the kernel's default cap), with the scheduler "none" (the
     # loop device's) only reads blk-throttle held and let go together (docs/timing.md)
     "lab-loopback": dict(slots=16, rsize=1048576, nfsd=16, link_mbps=0.0, rtt_us=30.0,
                          host_mbps=0.0, cpu_us=20.0, scheduler="fifo", merge="plug",
@@ -321,7 +321,7 @@ def new_disk(inputs: TimingInputs, addr: np.ndarray, op_file: np.ndarray, op_off
     """An empty disk queue in front of the replay's drive model (its state fresh) for the
     disk reads ``op_*`` (int64) starting at disk addresses ``addr``; ``merge``: off, plug or
     elevator, up to ``max_request`` bytes; ``throttle_mbps``: a blk-throttle read limit in
-    front of the drive (0: none) with slices of ``throttle_slice_ms``."""
+    front of the queue (0: none) with slices of ``throttle_slice_ms``."""
     i64 = np.int64
     m = op_file.size
     place = inputs.place
@@ -755,17 +755,18 @@ def _throttle_release(d, now, tail, cscan):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _throttle_wait(g, size, now):
-    """blk-throttle's byte limit in front of the drive (Linux block/blk-throttle.c, read at
-    the source; its rules, in continuous time): how long a request of ``size`` bytes taken
-    at ``now`` must wait (0: it passes, and is charged). ``g``: the limit (bytes/s; 0: no
-    throttle), the slice (s), the slice's start and end, the bytes dispatched in it,
-    whether a request is being held, and (kept by the caller) when the oldest held request
-    may go. The budget is the limit times the time since the
-    slice's start rounded up to whole slices, so an idle throttle lets a slice's worth
-    through at once; a request over the budget waits until the budget covers it *and* the
-    current slice has ended. A new slice starts when the last one is over and nothing is
-    held; a dispatch pushes the slice's end one slice past it, and once two slices have
-    passed it drops all but the last whole one (with the bytes they allowed)."""
+    """blk-throttle's byte limit (Linux block/blk-throttle.c, read at the source; its rules
+    in continuous time, not its code): how long a request of ``size`` bytes arriving at
+    ``now`` must wait (0: it passes, and is charged). ``g``: the limit (bytes/s; 0: no
+    throttle), the slice (s), the slice's start and end, the bytes dispatched in it, whether
+    a request is held, and (kept by the caller) when the oldest held request may go.
+
+    The budget is the limit times the time since the slice's start rounded up to whole
+    slices, so an idle throttle lets a slice's worth through at once; a request over the
+    budget waits until the budget covers it *and* the current slice has ended. A new slice
+    starts when the last one is over and nothing is held; a dispatch pushes the slice's end
+    one slice past it, and once two slices have passed it drops all but the last whole one
+    (with the bytes they allowed)."""
     bps = g[0]
     if bps <= 0.0:
         return 0.0
