@@ -466,10 +466,14 @@ def test_a_merged_request_is_contiguous_and_within_the_limit(s, merge, cscan, ma
             tail = CL._enqueue(d, order[pos], head, tail, cscan, now)
             pos += 1
             continue
-        j, hold, head, tail = CL._serve_next(d, head, tail, i64(0), cscan,
-                                            i64(place.extent_bytes), now, 0.0)
+        j, hold, head, tail, end = CL._serve_next(d, head, tail, i64(0), cscan,
+                                                 i64(place.extent_bytes), now, 0.0)
         if j < 0:
             now += hold
+            continue
+        if merge == "off" and throttle == 0:  # no block layer: a read is a request
+            assert d.rq_next.size == 0 and end == addr[j] + n[j]
+            served.append([int(j)])
             continue
         members = []
         k = j
@@ -483,6 +487,7 @@ def test_a_merged_request_is_contiguous_and_within_the_limit(s, merge, cscan, ma
             assert a + la == b and da + la == db
         assert sum(x[1] for x in extent) == d.rq_len[j]
         assert (extent[0][0], extent[0][2]) == (d.rq_off[j], d.rq_addr[j])
+        assert end == d.rq_addr[j] + d.rq_len[j]
         assert len(members) == 1 or d.rq_len[j] <= max_request
         if merge == "off":
             assert len(members) == 1

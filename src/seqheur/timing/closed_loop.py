@@ -324,16 +324,19 @@ def new_disk(inputs: TimingInputs, addr: np.ndarray, op_file: np.ndarray, op_off
     front of the queue (0: none) with slices of ``throttle_slice_ms``."""
     i64 = np.int64
     m = op_file.size
+    # the block layer's arrays, empty when it is off (no merging, no throttle): the queue
+    # then holds reads, and a run does not pay for them
+    b = m if merge != "off" or throttle_mbps > 0 else 0
     place = inputs.place
     return Disk(np.empty(m, i64), np.empty(m, i64), addr, op_file, op_off, op_len,
                 place.ext_first, place.ext_base, *inputs.disk.kernel_args(),
                 inputs.disk.new_state(), np.zeros(1), np.zeros(1, i64), np.zeros(1, i64),
                 np.zeros(1, i64), np.zeros(1), np.zeros(1, np.uint8),
-                np.empty(m, i64), np.empty(m, i64), np.empty(m, i64), np.empty(m, i64),
-                np.empty(m, i64),
+                np.empty(b, i64), np.empty(b, i64), np.empty(b, i64), np.empty(b, i64),
+                np.empty(b, i64),
                 np.array([max_request if merge != "off" else 0, 0, merge == "plug"], i64),
                 np.array([throttle_mbps * 1e6, throttle_slice_ms * 1e-3, 0.0, -1.0, 0.0, 0.0,
-                          0.0]), np.empty(m, i64), np.zeros(2, i64))
+                          0.0]), np.empty(b, i64), np.zeros(2, i64))
 
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
@@ -597,8 +600,9 @@ class Disk(NamedTuple):
     one_len: np.ndarray
     out_s: np.ndarray  # float64[1]: its service time
     out_f: np.ndarray  # uint8[1]: its flags
-    # requests: the queue holds each request's first read (its head); the reads merged into
-    # it follow in a list. Per head: the request's extent (file offset, bytes, disk address)
+    # requests (empty arrays when there is no block layer: no merging, no throttle): the
+    # queue holds each request's first read (its head); the reads merged into it follow in
+    # a list. Per head: the request's extent (file offset, bytes, disk address)
     rq_next: np.ndarray  # int64[m]: the request's next read (NO_LINK: the last)
     rq_last: np.ndarray  # int64[m]: per head, the request's last read
     rq_off: np.ndarray  # int64[m]
@@ -673,6 +677,8 @@ def _enqueue(d, j, head, tail, cscan, now):
     requests stay within the largest request size. Otherwise the read is a request of its
     own; ``cscan``: after the requests at its address or below, so equal addresses keep
     arrival order."""
+    if d.rq_next.size == 0:  # no block layer: every read is a request, queued at once
+        return _push(d, j, d.addr[j], tail, cscan)
     d.rq_next[j] = NO_LINK
     d.rq_last[j] = j
     d.rq_off[j] = d.op_off[j]
@@ -709,16 +715,16 @@ def _enqueue(d, j, head, tail, cscan, now):
         if front >= 0:
             _merge(d, j, front, -1, cscan)
             return tail
-    return _push(d, j, tail, cscan)
+    return _push(d, j, d.rq_addr[j], tail, cscan)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _push(d, j, tail, cscan):
-    """Request j (its first read) enters the disk queue; returns the queue's new end."""
+def _push(d, j, a, tail, cscan):
+    """Request j (its first read), starting at disk address ``a``, enters the disk queue;
+    returns the queue's new end."""
     if not cscan:
         d.dq[tail] = j
         return tail + 1
-    a = d.rq_addr[j]
     lo = 0
     hi = tail
     while lo < hi:
@@ -748,7 +754,7 @@ def _throttle_release(d, now, tail, cscan):
             g[6] += wait
             continue
         d.held[0] += 1
-        tail = _push(d, h, tail, cscan)
+        tail = _push(d, h, d.rq_addr[h], tail, cscan)
     g[5] = 1.0 if d.held[0] < d.held[1] else 0.0
     return tail
 
@@ -804,14 +810,14 @@ def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, now, idle_s):
     seconds idle, and serves it with the drive model as one read: the oldest (fifo), or the
     one at the lowest address at or past the head, wrapping to the lowest address (cscan;
     among equal addresses the oldest). Returns the request's first read (-1: none taken),
-    its service time (or, when the throttle holds the request, how long it holds it) and
-    the queue's new head and end."""
+    its service time (or, when the throttle holds the request, how long it holds it), the
+    queue's new head and end, and the disk address where the request ends."""
     if d.gate[0] > 0.0:
         tail = _throttle_release(d, now, tail, cscan)
     if head == tail:
         if d.held[0] < d.held[1]:  # the throttle holds the next request until then
-            return -1, d.gate[6] - now, head, tail
-        return -1, 0.0, head, tail
+            return -1, d.gate[6] - now, head, tail, 0
+        return -1, 0.0, head, tail, 0
     if cscan:
         lo = 0
         hi = tail
@@ -833,12 +839,18 @@ def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, now, idle_s):
         head += 1
     d.idle[0] = idle_s
     d.one_file[0] = d.op_file[j]
-    d.one_off[0] = d.rq_off[j]
-    d.one_len[0] = d.rq_len[j]
+    if d.rq_next.size:  # the block layer's request
+        d.one_off[0] = d.rq_off[j]
+        d.one_len[0] = d.rq_len[j]
+        end = d.rq_addr[j] + d.rq_len[j]
+    else:
+        d.one_off[0] = d.op_off[j]
+        d.one_len[0] = d.op_len[j]
+        end = d.addr[j] + d.op_len[j]
     service_kernel(d.one_file, d.one_off, d.one_len, d.idle, d.ext_first, d.ext_base,
                    extent_bytes, d.ip, d.fp, d.seek_d, d.seek_t, d.zone_start, d.zone_rate,
                    d.dstate, d.out_s, d.out_f)
-    return j, d.out_s[0], head, tail
+    return j, d.out_s[0], head, tail, end
 
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
@@ -956,13 +968,14 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
                     w.node_next[k] = node_free
                     node_free = k
                     k = after
-                j = d.rq_next[j]
+                j = d.rq_next[j] if d.rq_next.size else NO_LINK
         if not disk_busy:
-            j, service, dq_head, dq_tail = _serve_next(d, dq_head, dq_tail, head_addr, cscan,
+            j, service, dq_head, dq_tail, end = _serve_next(d, dq_head, dq_tail, head_addr,
+                                                            cscan,
                                                        extent_bytes, now, now - disk_free_at)
             if j >= 0:
                 busy += service
-                head_addr = d.rq_addr[j] + d.rq_len[j]
+                head_addr = end
                 disk_busy = True
                 disk_t = now + service
                 disk_op = j
@@ -1150,7 +1163,7 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
                     w.node_next[k] = node_free
                     node_free = k
                     k = after
-                j = d.rq_next[j]
+                j = d.rq_next[j] if d.rq_next.size else NO_LINK
         # free threads take arrived READs in arrival order
         while idle_threads > 0 and nq_len > 0:
             r = nq[nq_head]
@@ -1164,11 +1177,12 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
             seq += 1
         # an idle disk starts the next read of its queue
         if not disk_busy:
-            j, service, dq_head, dq_tail = _serve_next(d, dq_head, dq_tail, head_addr, cscan,
+            j, service, dq_head, dq_tail, end = _serve_next(d, dq_head, dq_tail, head_addr,
+                                                            cscan,
                                                        extent_bytes, now, now - disk_free_at)
             if j >= 0:
                 busy += service
-                head_addr = d.rq_addr[j] + d.rq_len[j]
+                head_addr = end
                 disk_busy = True
                 disk_t = now + service
                 disk_seq = seq
