@@ -459,10 +459,10 @@ def test_a_merged_request_is_contiguous_and_within_the_limit(s, merge, cscan, ma
     served = []
     pos = 0
     now = 0.0
-    while pos < order.size or head != tail or d.held[0] < d.held[1]:
+    while pos < order.size or head != tail or d.blk[3] < d.blk[4]:
         now += float(rng.exponential(0.002))
         if pos < order.size and (rng.random() < 0.7 or (head == tail
-                                                         and d.held[0] == d.held[1])):
+                                                         and d.blk[3] == d.blk[4])):
             tail = CL._enqueue(d, order[pos], head, tail, cscan, now)
             pos += 1
             continue
@@ -472,27 +472,27 @@ def test_a_merged_request_is_contiguous_and_within_the_limit(s, merge, cscan, ma
             now += hold
             continue
         if merge == "off" and throttle == 0:  # no block layer: a read is a request
-            assert d.rq_next.size == 0 and end == addr[j] + n[j]
+            assert d.rq.shape[1] == 0 and end == addr[j] + n[j]
             served.append([int(j)])
             continue
         members = []
         k = j
         while k != CL.NO_LINK:
             members.append(int(k))
-            k = d.rq_next[k]
+            k = d.rq[0, k]
         served.append(members)
         extent = sorted((int(o[k]), int(n[k]), int(addr[k])) for k in members)
         assert len({int(f[k]) for k in members}) == 1
         for (a, la, da), (b, _, db) in zip(extent, extent[1:]):
             assert a + la == b and da + la == db
-        assert sum(x[1] for x in extent) == d.rq_len[j]
-        assert (extent[0][0], extent[0][2]) == (d.rq_off[j], d.rq_addr[j])
-        assert end == d.rq_addr[j] + d.rq_len[j]
-        assert len(members) == 1 or d.rq_len[j] <= max_request
+        assert sum(x[1] for x in extent) == d.rq[3, j]
+        assert (extent[0][0], extent[0][2]) == (d.rq[2, j], d.rq[4, j])
+        assert end == d.rq[4, j] + d.rq[3, j]
+        assert len(members) == 1 or d.rq[3, j] <= max_request
         if merge == "off":
             assert len(members) == 1
     assert sorted(k for m in served for k in m) == list(range(f.size))
-    assert len(served) == f.size - d.merge[1]
+    assert len(served) == f.size - d.blk[1]
 
 
 @pytest.mark.parametrize("spec", ["closed-loop", "closed-loop:preset=paper-testbed",

@@ -312,7 +312,7 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
                                         rate, cpu_s, int(params.nfsd), nfiles, cscan, ext,
                                         d, issue, done)
     return TimingResult(issue, done, float(busy), float(disk_end), int(nbytes.sum()),
-                        int(op_len.sum()), int(op_len.size - d.merge[1]))
+                        int(op_len.sum()), int(op_len.size - d.blk[1]))
 
 
 def new_disk(inputs: TimingInputs, addr: np.ndarray, op_file: np.ndarray, op_off: np.ndarray,
@@ -332,11 +332,10 @@ def new_disk(inputs: TimingInputs, addr: np.ndarray, op_file: np.ndarray, op_off
                 place.ext_first, place.ext_base, *inputs.disk.kernel_args(),
                 inputs.disk.new_state(), np.zeros(1), np.zeros(1, i64), np.zeros(1, i64),
                 np.zeros(1, i64), np.zeros(1), np.zeros(1, np.uint8),
-                np.empty(b, i64), np.empty(b, i64), np.empty(b, i64), np.empty(b, i64),
-                np.empty(b, i64),
-                np.array([max_request if merge != "off" else 0, 0, merge == "plug"], i64),
+                np.empty((6, b), i64),
+                np.array([max_request if merge != "off" else 0, 0, merge == "plug", 0, 0], i64),
                 np.array([throttle_mbps * 1e6, throttle_slice_ms * 1e-3, 0.0, -1.0, 0.0, 0.0,
-                          0.0]), np.empty(b, i64), np.zeros(2, i64))
+                          0.0]))
 
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
@@ -600,22 +599,20 @@ class Disk(NamedTuple):
     one_len: np.ndarray
     out_s: np.ndarray  # float64[1]: its service time
     out_f: np.ndarray  # uint8[1]: its flags
-    # requests (empty arrays when there is no block layer: no merging, no throttle): the
+    # The block layer's requests, int64[6, m] (m = 0 when there is no block layer: no
+    # merging, no throttle; one array, not six: fewer fields to pass to every call). The
     # queue holds each request's first read (its head); the reads merged into it follow in
-    # a list. Per head: the request's extent (file offset, bytes, disk address)
-    rq_next: np.ndarray  # int64[m]: the request's next read (NO_LINK: the last)
-    rq_last: np.ndarray  # int64[m]: per head, the request's last read
-    rq_off: np.ndarray  # int64[m]
-    rq_len: np.ndarray  # int64[m]
-    rq_addr: np.ndarray  # int64[m]
-    # int64[3]: the largest request (0: no merging); reads merged so far; 1: plug merging
-    # (held reads into the newest held request), 0: elevator (also any queued request)
-    merge: np.ndarray
+    # a list. Row 0: the request's next read (NO_LINK: the last); per head, 1: its last
+    # read, 2-4: its extent (file offset, bytes, disk address); 5: the requests the
+    # throttle holds, oldest first, at rq[5, blk[3]:blk[4]].
+    rq: np.ndarray
+    # int64[5]: the largest request (0: no merging); reads merged so far; 1: plug merging
+    # (held reads into the newest held request), 0: elevator (also any queued request);
+    # where the throttle's held requests start and end in rq[5]
+    blk: np.ndarray
     # float64[7]: a blk-throttle in front of the disk queue (:func:`_throttle_wait`), and
     # when it lets its oldest held request go
     gate: np.ndarray
-    tq: np.ndarray  # int64[m]: the requests the throttle holds, oldest first: tq[held[0]:held[1]]
-    held: np.ndarray  # int64[2]
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -623,11 +620,11 @@ def _joins(d, j, h, limit):
     """How disk read j would merge into queued request h: 1 back (j starts where h ends, in
     its file and on the disk), -1 front (j ends where h starts), 0 not at all (another file,
     not adjacent, or the request would exceed ``limit`` bytes)."""
-    if d.op_file[h] != d.op_file[j] or d.rq_len[h] + d.op_len[j] > limit:
+    if d.op_file[h] != d.op_file[j] or d.rq[3, h] + d.op_len[j] > limit:
         return 0
-    if d.rq_off[h] + d.rq_len[h] == d.op_off[j] and d.rq_addr[h] + d.rq_len[h] == d.addr[j]:
+    if d.rq[2, h] + d.rq[3, h] == d.op_off[j] and d.rq[4, h] + d.rq[3, h] == d.addr[j]:
         return 1
-    if d.op_off[j] + d.op_len[j] == d.rq_off[h] and d.addr[j] + d.op_len[j] == d.rq_addr[h]:
+    if d.op_off[j] + d.op_len[j] == d.rq[2, h] and d.addr[j] + d.op_len[j] == d.rq[4, h]:
         return -1
     return 0
 
@@ -635,13 +632,13 @@ def _joins(d, j, h, limit):
 @njit(cache=True, nogil=True, _nrt=False)
 def _join(d, j, h, how):
     """Disk read j joins request h at its end (``how`` 1) or its start (-1)."""
-    d.rq_next[d.rq_last[h]] = j
-    d.rq_last[h] = j
-    d.rq_len[h] += d.op_len[j]
-    d.merge[1] += 1
+    d.rq[0, d.rq[1, h]] = j
+    d.rq[1, h] = j
+    d.rq[3, h] += d.op_len[j]
+    d.blk[1] += 1
     if how < 0:
-        d.rq_off[h] = d.op_off[j]
-        d.rq_addr[h] = d.addr[j]
+        d.rq[2, h] = d.op_off[j]
+        d.rq[4, h] = d.addr[j]
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -652,12 +649,12 @@ def _merge(d, j, k, how, cscan):
     _join(d, j, h, how)
     if how < 0:
         if cscan:
-            while k > 0 and d.qaddr[k - 1] > d.rq_addr[h]:
+            while k > 0 and d.qaddr[k - 1] > d.rq[4, h]:
                 d.dq[k] = d.dq[k - 1]
                 d.qaddr[k] = d.qaddr[k - 1]
                 k -= 1
             d.dq[k] = h
-            d.qaddr[k] = d.rq_addr[h]
+            d.qaddr[k] = d.rq[4, h]
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -677,33 +674,33 @@ def _enqueue(d, j, head, tail, cscan, now):
     requests stay within the largest request size. Otherwise the read is a request of its
     own; ``cscan``: after the requests at its address or below, so equal addresses keep
     arrival order."""
-    if d.rq_next.size == 0:  # no block layer: every read is a request, queued at once
+    if d.rq.shape[1] == 0:  # no block layer: every read is a request, queued at once
         return _push(d, j, d.addr[j], tail, cscan)
-    d.rq_next[j] = NO_LINK
-    d.rq_last[j] = j
-    d.rq_off[j] = d.op_off[j]
-    d.rq_len[j] = d.op_len[j]
-    d.rq_addr[j] = d.addr[j]
-    limit = d.merge[0]
+    d.rq[0, j] = NO_LINK
+    d.rq[1, j] = j
+    d.rq[2, j] = d.op_off[j]
+    d.rq[3, j] = d.op_len[j]
+    d.rq[4, j] = d.addr[j]
+    limit = d.blk[0]
     g = d.gate
     if g[0] > 0.0:
         tail = _throttle_release(d, now, tail, cscan)
-        if d.held[0] < d.held[1]:  # reads are held: behind them
-            h = d.tq[d.held[1] - 1]
+        if d.blk[3] < d.blk[4]:  # reads are held: behind them
+            h = d.rq[5, d.blk[4] - 1]
             how = _joins(d, j, h, limit) if limit > 0 else 0
             if how != 0:
                 _join(d, j, h, how)
                 return tail
-            d.tq[d.held[1]] = j
-            d.held[1] += 1
+            d.rq[5, d.blk[4]] = j
+            d.blk[4] += 1
             return tail
         wait = _throttle_wait(g, d.op_len[j], now)
         if wait > 0.0:
-            d.tq[d.held[1]] = j
-            d.held[1] += 1
+            d.rq[5, d.blk[4]] = j
+            d.blk[4] += 1
             g[6] = now + wait
             return tail
-    if limit > 0 and d.merge[2] == 0:  # elevator
+    if limit > 0 and d.blk[2] == 0:  # elevator
         front = -1
         for k in range(tail - 1, (0 if cscan else head) - 1, -1):
             how = _joins(d, j, d.dq[k], limit)
@@ -715,7 +712,7 @@ def _enqueue(d, j, head, tail, cscan, now):
         if front >= 0:
             _merge(d, j, front, -1, cscan)
             return tail
-    return _push(d, j, d.rq_addr[j], tail, cscan)
+    return _push(d, j, d.rq[4, j], tail, cscan)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -747,15 +744,15 @@ def _throttle_release(d, now, tail, cscan):
     them, up to ``now``: each enters the disk queue (whose new end is returned). Requests
     the same release admits leave together (blk-throttle dispatches them in one batch)."""
     g = d.gate
-    while d.held[0] < d.held[1] and g[6] <= now:
-        h = d.tq[d.held[0]]
-        wait = _throttle_wait(g, d.rq_len[h], g[6])
+    while d.blk[3] < d.blk[4] and g[6] <= now:
+        h = d.rq[5, d.blk[3]]
+        wait = _throttle_wait(g, d.rq[3, h], g[6])
         if wait > 0.0:
             g[6] += wait
             continue
-        d.held[0] += 1
-        tail = _push(d, h, d.rq_addr[h], tail, cscan)
-    g[5] = 1.0 if d.held[0] < d.held[1] else 0.0
+        d.blk[3] += 1
+        tail = _push(d, h, d.rq[4, h], tail, cscan)
+    g[5] = 1.0 if d.blk[3] < d.blk[4] else 0.0
     return tail
 
 
@@ -815,7 +812,7 @@ def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, now, idle_s):
     if d.gate[0] > 0.0:
         tail = _throttle_release(d, now, tail, cscan)
     if head == tail:
-        if d.held[0] < d.held[1]:  # the throttle holds the next request until then
+        if d.blk[3] < d.blk[4]:  # the throttle holds the next request until then
             return -1, d.gate[6] - now, head, tail, 0
         return -1, 0.0, head, tail, 0
     if cscan:
@@ -839,10 +836,10 @@ def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, now, idle_s):
         head += 1
     d.idle[0] = idle_s
     d.one_file[0] = d.op_file[j]
-    if d.rq_next.size:  # the block layer's request
-        d.one_off[0] = d.rq_off[j]
-        d.one_len[0] = d.rq_len[j]
-        end = d.rq_addr[j] + d.rq_len[j]
+    if d.rq.shape[1]:  # the block layer's request
+        d.one_off[0] = d.rq[2, j]
+        d.one_len[0] = d.rq[3, j]
+        end = d.rq[4, j] + d.rq[3, j]
     else:
         d.one_off[0] = d.op_off[j]
         d.one_len[0] = d.op_len[j]
@@ -968,7 +965,7 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
                     w.node_next[k] = node_free
                     node_free = k
                     k = after
-                j = d.rq_next[j] if d.rq_next.size else NO_LINK
+                j = d.rq[0, j] if d.rq.shape[1] else NO_LINK
         if not disk_busy:
             j, service, dq_head, dq_tail, end = _serve_next(d, dq_head, dq_tail, head_addr,
                                                             cscan,
@@ -1163,7 +1160,7 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
                     w.node_next[k] = node_free
                     node_free = k
                     k = after
-                j = d.rq_next[j] if d.rq_next.size else NO_LINK
+                j = d.rq[0, j] if d.rq.shape[1] else NO_LINK
         # free threads take arrived READs in arrival order
         while idle_threads > 0 and nq_len > 0:
             r = nq[nq_head]
