@@ -10,9 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from seqheur.lab.scenarios import LabError
-from seqheur.lab.validate import (DEFAULT_SCENARIOS, TARGETS, client_span, environment_problems,
-                                  iops_for, parse_block_stat, rel_error, report, row, scenario,
-                                  slots_of, stat_delta, throttle_profile)
+from seqheur.lab.validate import (DEFAULT_SCENARIOS, LOOP_MBPS, TARGETS, client_span,
+                                  environment_problems, iops_for, loop_profile,
+                                  parse_block_stat, rel_error, report, row, scenario, slots_of,
+                                  stat_delta)
 from seqheur.lab.manifest import ClientLog
 
 BEFORE = ("  156578        2 35940002    22171      357      202   591576     1414        0    "
@@ -54,6 +55,14 @@ def test_row_and_report() -> None:
     text = report([r])
     assert "seq-v3" in text and "+25.0%" in text and "+4.0%" in text
     assert "disk_bytes ±5%: 1/1" in text and "mbps ±20%: 0/1" in text
+    # the reads submitted (before merging) are compared too, without a target
+    b = row("seq-v3", {"mbps": 20.0, "disk_bytes": 1000, "disk_ops": 95, "disk_bios": 128},
+            {"mbps": 20.0, "disk_bytes": 1000, "disk_ops": 100, "disk_bios": 128}, {})
+    assert (b["measured_disk_bios"], b["predicted_disk_bios"], b["error_disk_bios"]) == (
+        128, 128, 0.0)
+    assert "target_disk_bios_met" not in b and "disk_bios" not in b["measured"]
+    assert b["error_disk_ops"] == pytest.approx(5 / 95)
+    assert "128" in report([b])
     empty = row("x", {"mbps": None, "disk_bytes": 0, "disk_ops": 0}, {}, {})
     assert empty["target_mbps_met"] is None and "—" in report([empty])
     assert set(TARGETS) == {"mbps", "disk_bytes", "disk_ops"}
@@ -70,9 +79,9 @@ def test_client_span() -> None:
         client_span([ClientLog()])
 
 
-def test_throttle_profile_and_iops() -> None:
-    p = throttle_profile(20_000_000, 1 << 30)
-    assert p.zone_mbps == (20.0,) and p.command_overhead_s == 0 and not p.cache.enabled
+def test_loop_profile_and_iops() -> None:
+    p = loop_profile(1 << 30)
+    assert p.zone_mbps == (LOOP_MBPS,) and p.command_overhead_s == 0 and not p.cache.enabled
     # blk-throttle waits for the larger of the byte and the op wait: with this iops limit the
     # byte wait is the larger for every read of 4 KiB or more
     bps = 20_000_000

@@ -280,7 +280,8 @@ def test_a_plug_in_timing_model() -> None:
         n = inputs.time_ns.size
         issue = np.arange(n) * params.ms / 1e3
         return TimingResult(issue, issue + params.ms / 1e3, 0.0, 0.0,
-                            int(inputs.nbytes.sum()), int(inputs.op_length.sum()))
+                            int(inputs.nbytes.sum()), int(inputs.op_length.sum()),
+                            int(inputs.op_length.size))
 
     register_timing("toy-fixed", params=Fixed, run=run, doc="toy", replace=True)
     try:
@@ -330,9 +331,11 @@ def _inputs(s: ReadStream, spec: str, policy: str, profile: str):
        slots=st.integers(1, 6), extra=st.integers(0, 3),
        rtt=st.sampled_from([0, 37.5, 500]), cpu=st.sampled_from([0, 20, 300]),
        link=st.sampled_from([0, 54, 125]), rsize=st.sampled_from([4096, 1048576]),
-       think=st.sampled_from(["none", "trace"]), scheduler=st.sampled_from(["fifo", "cscan"]))
+       think=st.sampled_from(["none", "trace"]), scheduler=st.sampled_from(["fifo", "cscan"]),
+       merge=st.sampled_from(["off", "plug", "elevator"]),
+       throttle=st.sampled_from([0, 0.5, 5]))
 def test_the_short_loop_is_the_exact_loop(s, policy, profile, slots, extra, rtt, cpu, link,
-                                          rsize, think, scheduler) -> None:
+                                          rsize, think, scheduler, merge, throttle) -> None:
     """With at least as many nfsd threads as slots the model runs a loop of CPU and disk
     events only (arrivals and replies computed when known), or the exact loop when a CPU
     event and the disk's fall at one time; either way it must give what the loop of every
@@ -340,7 +343,9 @@ def test_the_short_loop_is_the_exact_loop(s, policy, profile, slots, extra, rtt,
     from seqheur.timing import closed_loop as CL
 
     spec = (f"closed-loop:slots={slots}:nfsd={slots + extra}:rtt_us={rtt}:cpu_us={cpu}:"
-            f"link_mbps={link}:rsize={rsize}:think={think}:scheduler={scheduler}")
+            f"link_mbps={link}:rsize={rsize}:think={think}:scheduler={scheduler}:"
+            f"merge={merge}:max_request={3 * K8}:throttle_mbps={throttle}:"
+            f"throttle_slice_ms=20")
     inputs, params = _inputs(s, spec, policy, profile)
     short = CL.run(params, inputs)
     full = CL.run(params, inputs, exact=True)
@@ -349,6 +354,145 @@ def test_the_short_loop_is_the_exact_loop(s, policy, profile, slots, extra, rtt,
         np.testing.assert_allclose(a, b, rtol=SUMMARY_REL, atol=1e-12)
     assert short.disk_busy_s == pytest.approx(full.disk_busy_s, rel=SUMMARY_REL, abs=1e-12)
     assert short.disk_end_s == pytest.approx(full.disk_end_s, rel=SUMMARY_REL, abs=1e-12)
+    assert short.disk_requests == full.disk_requests
+
+
+# --------------------------------------------------------------------------------------------
+# block-layer merging
+
+
+@settings(max_examples=30, deadline=None)
+@given(s=streams(max_n=80, max_files=2), policy=st.sampled_from(["auto", "fixed:4"]),
+       slots=st.integers(1, 8), scheduler=st.sampled_from(["fifo", "cscan"]),
+       merge=st.sampled_from(["plug", "elevator"]),
+       max_request=st.sampled_from([4096, K8, 3 * K8, 1 << 20]),
+       throttle=st.sampled_from([0, 0.5, 5]))
+def test_merging_never_adds_requests_and_keeps_the_bytes(s, policy, slots, scheduler, merge,
+                                                         max_request, throttle) -> None:
+    """Without merging every disk read is a request; merging only joins reads, so there are
+    never more requests than reads, the bytes are the same, and every READ still completes.
+    Without a throttle plug merging has nothing to merge (a request that passed is the
+    driver's at once)."""
+    from seqheur.timing import closed_loop as CL
+
+    base = (f"closed-loop:slots={slots}:scheduler={scheduler}:max_request={max_request}:"
+            f"throttle_mbps={throttle}:throttle_slice_ms=20")
+    inputs, off = _inputs(s, base, policy, "ide-7200")
+    plain = CL.run(off, inputs)
+    assert plain.disk_requests == inputs.op_length.size
+    _, params = _inputs(s, f"{base}:merge={merge}", policy, "ide-7200")
+    merged = CL.run(params, inputs)
+    assert merged.disk_requests <= plain.disk_requests
+    assert (merged.disk_bytes, merged.client_bytes) == (plain.disk_bytes, plain.client_bytes)
+    assert np.isfinite(merged.done_s).all() and (merged.done_s >= merged.issue_s).all()
+    if merge == "plug" and throttle == 0:
+        assert merged.disk_requests == plain.disk_requests
+
+
+@settings(max_examples=30, deadline=None)
+@given(s=streams(max_n=80), slots=st.integers(1, 8), throttle=st.sampled_from([0.2, 1, 5]),
+       slice_ms=st.sampled_from([10, 100]), merge=st.sampled_from(["off", "plug"]))
+def test_the_throttle_passes_no_more_than_its_rate_and_one_slice(s, slots, throttle, slice_ms,
+                                                                 merge) -> None:
+    """By the time the disk finished its last read the throttle has let through at most its
+    rate times (that time + one slice): the budget runs at most one slice ahead."""
+    r = _summary(s, timing=f"closed-loop:slots={slots}:throttle_mbps={throttle}:"
+                 f"throttle_slice_ms={slice_ms}:merge={merge}", profile="scsi-10k")
+    t = r.timing
+    assert t.disk_bytes <= throttle * 1e6 * (t.disk_end_s + slice_ms / 1e3) * (1 + 1e-9)
+
+
+def test_the_throttle_rule() -> None:
+    """blk-throttle's budget, as block/blk-throttle.c keeps it: an idle throttle lets one
+    slice's bytes through at once; the read over the budget waits until the budget covers it
+    and the slice has ended, then passes; a throttle idle for more than a slice starts a
+    new slice with a full budget."""
+    from seqheur.timing.closed_loop import _throttle_wait
+
+    bps, sl, w128 = 20e6, 0.1, 131072
+    g = np.array([bps, sl, 0.0, -1.0, 0.0, 0.0, 0.0])
+    passed = 0
+    while _throttle_wait(g, w128, 0.001 * passed) == 0.0:
+        passed += 1
+    assert passed == int(bps * sl // w128) == 15  # 2 MB per slice: 15 reads of 128 KiB
+    now = 0.001 * passed
+    wait = _throttle_wait(g, w128, now)
+    over = (passed + 1) * w128 - bps * sl
+    assert wait == pytest.approx(over / bps + (sl - now))  # past the slice's end
+    assert _throttle_wait(g, w128, now + wait) == 0.0  # then it passes
+    # the next slice's budget is there already: 14 more pass at once
+    more = 0
+    while _throttle_wait(g, w128, now + wait) == 0.0:
+        more += 1
+    assert more == int(2 * bps * sl // w128) - passed - 1
+    # idle for longer than a slice: a new slice, a full budget again
+    later = g[3] + 0.5
+    g[5] = 0.0
+    assert all(_throttle_wait(g, w128, later) == 0.0 for _ in range(15))
+    assert g[2] == later
+
+
+@settings(max_examples=40, deadline=None)
+@given(s=streams(max_n=60, max_files=2), merge=st.sampled_from(["off", "plug", "elevator"]),
+       cscan=st.booleans(), max_request=st.sampled_from([4096, K8, 3 * K8, 1 << 20]),
+       throttle=st.sampled_from([0, 0.1, 1]), seed=st.integers(0, 2 ** 16))
+def test_a_merged_request_is_contiguous_and_within_the_limit(s, merge, cscan, max_request,
+                                                             throttle, seed) -> None:
+    """Reads entering the queue in any order at increasing times, the drive taking requests
+    at random moments (and waiting for the throttle when it holds them): every read is
+    served exactly once; a request holds reads of one file, contiguous in the file and on
+    the disk, in no more than ``max_request`` bytes (or one read alone, which may be
+    larger); without merging each request is one read; the request count is the reads
+    less the merges."""
+    from seqheur.timing import closed_loop as CL
+
+    inputs, _ = _inputs(s, "closed-loop", "fixed:4", "ide-7200")
+    i64 = np.int64
+    f, o, n = (np.ascontiguousarray(a, i64) for a in (inputs.op_file, inputs.op_offset,
+                                                      inputs.op_length))
+    place = inputs.place
+    addr = CL.op_address(f, o, place.ext_first, place.ext_base, i64(place.extent_bytes))
+    d = CL.new_disk(inputs, addr, f, o, n, merge, max_request, throttle, 10)
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(f.size) if rng.random() < 0.5 else np.arange(f.size)
+    head = tail = 0
+    served = []
+    pos = 0
+    now = 0.0
+    while pos < order.size or head != tail or d.blk[3] < d.blk[4]:
+        now += float(rng.exponential(0.002))
+        if pos < order.size and (rng.random() < 0.7 or (head == tail
+                                                         and d.blk[3] == d.blk[4])):
+            tail = CL._enqueue(d, order[pos], head, tail, cscan, now)
+            pos += 1
+            continue
+        j, hold, head, tail, end = CL._serve_next(d, head, tail, i64(0), cscan,
+                                                 i64(place.extent_bytes), now, 0.0)
+        if j < 0:
+            now += hold
+            continue
+        if merge == "off" and throttle == 0:  # no block layer: a read is a request
+            assert d.rq.shape[1] == 0 and end == addr[j] + n[j]
+            served.append([int(j)])
+            continue
+        members = []
+        k = j
+        while k != CL.NO_LINK:
+            members.append(int(k))
+            k = d.rq[0, k]
+        served.append(members)
+        extent = sorted((int(o[k]), int(n[k]), int(addr[k])) for k in members)
+        assert len({int(f[k]) for k in members}) == 1
+        for (a, la, da), (b, _, db) in zip(extent, extent[1:]):
+            assert a + la == b and da + la == db
+        assert sum(x[1] for x in extent) == d.rq[3, j]
+        assert (extent[0][0], extent[0][2]) == (d.rq[2, j], d.rq[4, j])
+        assert end == d.rq[4, j] + d.rq[3, j]
+        assert len(members) == 1 or d.rq[3, j] <= max_request
+        if merge == "off":
+            assert len(members) == 1
+    assert sorted(k for m in served for k in m) == list(range(f.size))
+    assert len(served) == f.size - d.blk[1]
 
 
 @pytest.mark.parametrize("spec", ["closed-loop", "closed-loop:preset=paper-testbed",

@@ -105,6 +105,9 @@ TIMING_METRICS: tuple[Metric, ...] = (
     _m("disk_utilisation", float, "fraction", "disk busy time under the timing model / the "
        "run's span: e2e_seconds, or until the disk finished its last read if read-ahead "
        "outlasts the last reply (null when that is 0)", "ratio"),
+    _m("disk_requests", int, "requests", "requests the disk served under the timing model: "
+       "disk_ops after the block layer's merging of adjacent queued reads (equal to disk_ops "
+       "without merging; docs/timing.md)"),
 )
 
 #: Columns ``seqheur compare`` and ``seqheur reproduce`` add to a row beside the heuristics'

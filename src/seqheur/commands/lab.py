@@ -110,9 +110,10 @@ def validate(scenarios: tuple[str, ...], output: Path | None, captures: Path | N
              ra_kb: int, timeout: float, as_json: bool) -> None:
     """Measured against predicted: run each SCENARIO (default: the validation set) with the
     export on a throttled loop device, then replay its capture through linux-6, the ideal
-    table, a profile of the throttle and closed-loop:preset=lab-loopback; report client
-    throughput, disk bytes and disk reads, measured and predicted, with relative errors
-    (needs root and the lab packages: make lab-deps; docs/capture-lab.md).
+    table, a profile of the loop device and closed-loop:preset=lab-loopback with the run's
+    throttle; report client throughput, disk bytes, disk requests (and the reads submitted),
+    measured and predicted, with relative errors (needs root and the lab packages: make
+    lab-deps; docs/capture-lab.md).
 
     \b
     Example:

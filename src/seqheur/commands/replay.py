@@ -41,8 +41,8 @@ def register(cli: click.Group) -> None:
 @click.option("--timing", "timing", default=None, metavar="SPEC",
               help="timing model: disk-only (the default: disk time only) or closed-loop"
                    "[:preset=paper-testbed|lab-loopback][:slots=N,rtt_us=X,...]; adds "
-                   "e2e_seconds, e2e_throughput_mbps, READ latency percentiles and "
-                   "disk_utilisation (docs/timing.md)")
+                   "e2e_seconds, e2e_throughput_mbps, READ latency percentiles, "
+                   "disk_utilisation and disk_requests (docs/timing.md)")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 @click.option("--chunk-rows", type=int, default=1 << 22, show_default=True,
               help="for a dataset directory: READs per chunk of the out-of-core replay")

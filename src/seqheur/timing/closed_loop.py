@@ -22,6 +22,17 @@ of them the READ waits for (``sync``; read-ahead is asynchronous). This model ti
   address of the file placement, :meth:`seqheur.disk.model.DiskModel.place`), feeding the
   drive model one read at a time (:func:`seqheur.disk.model.service_kernel`, its state carried
   from read to read; the time the drive was idle before a read lets its own read-ahead run).
+* **block layer** (Linux's, read at the source: block/blk-throttle.c, block/blk-merge.c,
+  block/blk-mq.c) — ``throttle_mbps``: a blk-throttle read limit in front of the queue, with
+  its time slices (an idle throttle lets a slice's budget through at once; a read over the
+  budget is held, with every read after it, until the budget covers it and the slice has
+  ended). ``merge``: a read that continues a request, or ends where one starts, joins it
+  within ``max_request`` bytes (back and front merges up to ``max_sectors_kb``): ``plug``
+  only among reads the throttle holds (it lets them go in one batch under one plug, and a
+  plug merges a bio into the request added last), as with the scheduler ``none``, where a
+  request that passed goes straight to the driver; ``elevator`` also into any request
+  waiting in the disk queue (an I/O scheduler's merge lookup). The drive serves a request
+  as one read.
 
 Not modelled: CPU contention between nfsd threads, request bytes and per-packet overheads,
 losses and retransmissions, client-side caching, writes and other RPCs, several clients (the
@@ -61,9 +72,13 @@ PRESETS: dict[str, dict[str, Any]] = {
     # (bufqdisksort); rtt and cpu are assumed (docs/timing.md)
     "paper-testbed": dict(slots=8, rsize=8192, nfsd=8, link_mbps=125.0, rtt_us=100.0,
                           host_mbps=54.0, cpu_us=50.0, scheduler="cscan"),
-    # a client and server on one machine over loopback: no wire, a short round trip
+    # a client and server on one machine over loopback: no wire, a short round trip; the
+    # Linux block layer merges adjacent reads (queue/nomerges 0) up to the queue's
+    # max_sectors_kb (1280 here: the kernel's default cap), with the scheduler "none" (the
+    # loop device's) only reads blk-throttle held and let go together (docs/timing.md)
     "lab-loopback": dict(slots=16, rsize=1048576, nfsd=16, link_mbps=0.0, rtt_us=30.0,
-                         host_mbps=0.0, cpu_us=20.0, scheduler="fifo"),
+                         host_mbps=0.0, cpu_us=20.0, scheduler="fifo", merge="plug",
+                         max_request=1310720),
 }
 
 
@@ -90,6 +105,20 @@ class Params:
     scheduler: str = param("fifo", choices=("fifo", "cscan"),
                            doc="disk queue: fifo (arrival order) or cscan (one-way elevator "
                            "by byte address)")
+    merge: str = param("off", choices=("off", "plug", "elevator"),
+                       doc="block-layer merging of a read into a request it continues (back "
+                       "merge) or ends just before (front merge): plug: into the newest read "
+                       "the throttle holds (they leave it under one plug; Linux with the "
+                       "scheduler none); elevator: also into any request in the disk queue "
+                       "(an I/O scheduler's merge lookup); off: none")
+    max_request: int = param(1310720, unit="bytes", doc="largest request merging builds "
+                             "(Linux: the queue's max_sectors_kb; 1280 KiB is the kernel's "
+                             "default cap)")
+    throttle_mbps: float = param(0.0, unit="MB/s", doc="a blk-throttle read limit in front "
+                                 "of the disk queue (cgroup blkio.throttle.read_bps_device), "
+                                 "MB = 10^6 bytes; 0 = none")
+    throttle_slice_ms: int = param(100, unit="ms", doc="blk-throttle's time slice "
+                                     "(Linux: DFL_THROTL_SLICE, HZ / 10)")
 
     def __post_init__(self) -> None:
         if self.slots < 1:
@@ -98,7 +127,11 @@ class Params:
             raise ValueError(f"nfsd must be >= 1, not {self.nfsd}")
         if self.rsize < 1:
             raise ValueError(f"rsize must be >= 1 byte, not {self.rsize}")
-        for name in ("rtt_us", "link_mbps", "host_mbps", "cpu_us"):
+        if self.throttle_slice_ms < 1:
+            raise ValueError(f"throttle_slice_ms must be >= 1, not {self.throttle_slice_ms}")
+        if self.max_request < 1:
+            raise ValueError(f"max_request must be >= 1 byte, not {self.max_request}")
+        for name in ("rtt_us", "link_mbps", "host_mbps", "cpu_us", "throttle_mbps"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")
 
@@ -133,6 +166,7 @@ class TimingResult:
     disk_end_s: float  # when the disk finished its last read (read-ahead may outlast replies)
     client_bytes: int  # bytes the replies carried to the client
     disk_bytes: int  # bytes the disk reads transferred
+    disk_requests: int  # requests the drive served: the disk reads after merging
 
     @property
     def e2e_seconds(self) -> float:
@@ -148,7 +182,8 @@ class TimingResult:
                 "e2e_throughput_mbps": demand_bytes / 1e6 / e2e if e2e > 0 else nan,
                 "read_latency_p50_ms": float(pct[0]), "read_latency_p95_ms": float(pct[1]),
                 "read_latency_p99_ms": float(pct[2]),
-                "disk_utilisation": self.disk_busy_s / span if span > 0 else nan}
+                "disk_utilisation": self.disk_busy_s / span if span > 0 else nan,
+                "disk_requests": self.disk_requests}
 
 
 def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...]) -> list[float]:
@@ -261,24 +296,46 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
     done = np.empty(n)
 
     def disk() -> Disk:
-        m = op_file.size
-        return Disk(np.empty(m, i64), np.empty(m, i64), addr, op_file, op_off, op_len,
-                    place.ext_first, place.ext_base, *inputs.disk.kernel_args(),
-                    inputs.disk.new_state(), np.zeros(1), np.zeros(1, i64), np.zeros(1, i64),
-                    np.zeros(1, i64), np.zeros(1), np.zeros(1, np.uint8))
+        return new_disk(inputs, addr, op_file, op_off, op_len, params.merge,
+                        params.max_request, params.throttle_mbps, params.throttle_slice_ms)
 
     ok = False
+    d = disk()
     if params.nfsd >= slots and not exact:  # no READ ever waits for a thread: the short loop
         busy, disk_end, ok = simulate(arrive, nbytes, i64(params.rsize), file, offset, op_req,
                                       op_sync, op_off, op_len, slots, half_rtt, rate, cpu_s,
-                                      nfiles, cscan, ext, disk(), issue, done)
+                                      nfiles, cscan, ext, d, issue, done)
     if not ok:
+        d = disk()
         busy, disk_end = simulate_exact(arrive, nbytes, i64(params.rsize), file, offset,
                                         op_req, op_sync, op_off, op_len, slots, half_rtt,
                                         rate, cpu_s, int(params.nfsd), nfiles, cscan, ext,
-                                        disk(), issue, done)
+                                        d, issue, done)
     return TimingResult(issue, done, float(busy), float(disk_end), int(nbytes.sum()),
-                        int(op_len.sum()))
+                        int(op_len.sum()), int(op_len.size - d.blk[1]))
+
+
+def new_disk(inputs: TimingInputs, addr: np.ndarray, op_file: np.ndarray, op_off: np.ndarray,
+             op_len: np.ndarray, merge: str, max_request: int, throttle_mbps: float = 0.0,
+             throttle_slice_ms: int = 100) -> "Disk":
+    """An empty disk queue in front of the replay's drive model (its state fresh) for the
+    disk reads ``op_*`` (int64) starting at disk addresses ``addr``; ``merge``: off, plug or
+    elevator, up to ``max_request`` bytes; ``throttle_mbps``: a blk-throttle read limit in
+    front of the queue (0: none) with slices of ``throttle_slice_ms``."""
+    i64 = np.int64
+    m = op_file.size
+    # the block layer's arrays, empty when it is off (no merging, no throttle): the queue
+    # then holds reads, and a run does not pay for them
+    b = m if merge != "off" or throttle_mbps > 0 else 0
+    place = inputs.place
+    return Disk(np.empty(m, i64), np.empty(m, i64), addr, op_file, op_off, op_len,
+                place.ext_first, place.ext_base, *inputs.disk.kernel_args(),
+                inputs.disk.new_state(), np.zeros(1), np.zeros(1, i64), np.zeros(1, i64),
+                np.zeros(1, i64), np.zeros(1), np.zeros(1, np.uint8),
+                np.empty((6, b), i64),
+                np.array([max_request if merge != "off" else 0, 0, merge == "plug", 0, 0], i64),
+                np.array([throttle_mbps * 1e6, throttle_slice_ms * 1e-3, 0.0, -1.0, 0.0, 0.0,
+                          0.0]))
 
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
@@ -396,16 +453,16 @@ def _issued(x, slot, file, op_req, op_file, op_ptr, w):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _server_has(x, slot, file, offset, nbytes, op_sync, op_off, op_len, d, dq_tail, cscan,
-                w, free):
-    """READ x's CPU work is done: its disk reads enter the queue (``dq_tail``: its end), and
+def _server_has(x, slot, file, offset, nbytes, op_sync, op_off, op_len, d, dq_head, dq_tail,
+                cscan, now, w, free):
+    """READ x's CPU work is done: its disk reads enter the queue (``dq_head:dq_tail``), and
     it waits for its demand reads and for earlier reads of its bytes not yet done (among the
     last LOOKBACK of its file). Sets ``w.pending[slot]``; returns the queue's new end and
     the node pool's free list."""
     cnt = 0
     lo = w.op_lo[slot]
     for j in range(lo, w.op_hi[slot]):
-        dq_tail = _enqueue(d, j, dq_tail, cscan)
+        dq_tail = _enqueue(d, j, dq_head, dq_tail, cscan, now)
         if op_sync[j] != 0:
             cnt += 1
             free = _wait_for(j, x, slot, w, free)
@@ -542,16 +599,129 @@ class Disk(NamedTuple):
     one_len: np.ndarray
     out_s: np.ndarray  # float64[1]: its service time
     out_f: np.ndarray  # uint8[1]: its flags
+    # The block layer's requests, int64[6, m] (m = 0 when there is no block layer: no
+    # merging, no throttle; one array, not six: fewer fields to pass to every call). The
+    # queue holds each request's first read (its head); the reads merged into it follow in
+    # a list. Row 0: the request's next read (NO_LINK: the last); per head, 1: its last
+    # read, 2-4: its extent (file offset, bytes, disk address); 5: the requests the
+    # throttle holds, oldest first, at rq[5, blk[3]:blk[4]].
+    rq: np.ndarray
+    # int64[5]: the largest request (0: no merging); reads merged so far; 1: plug merging
+    # (held reads into the newest held request), 0: elevator (also any queued request);
+    # where the throttle's held requests start and end in rq[5]
+    blk: np.ndarray
+    # float64[7]: a blk-throttle in front of the disk queue (:func:`_throttle_wait`), and
+    # when it lets its oldest held request go
+    gate: np.ndarray
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _enqueue(d, j, tail, cscan):
-    """Disk read j enters the queue; returns the queue's new end. ``cscan``: after the
-    reads at its address or below (binary search), so equal addresses keep arrival order."""
+def _joins(d, j, h, limit):
+    """How disk read j would merge into queued request h: 1 back (j starts where h ends, in
+    its file and on the disk), -1 front (j ends where h starts), 0 not at all (another file,
+    not adjacent, or the request would exceed ``limit`` bytes)."""
+    if d.op_file[h] != d.op_file[j] or d.rq[3, h] + d.op_len[j] > limit:
+        return 0
+    if d.rq[2, h] + d.rq[3, h] == d.op_off[j] and d.rq[4, h] + d.rq[3, h] == d.addr[j]:
+        return 1
+    if d.op_off[j] + d.op_len[j] == d.rq[2, h] and d.addr[j] + d.op_len[j] == d.rq[4, h]:
+        return -1
+    return 0
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _join(d, j, h, how):
+    """Disk read j joins request h at its end (``how`` 1) or its start (-1)."""
+    d.rq[0, d.rq[1, h]] = j
+    d.rq[1, h] = j
+    d.rq[3, h] += d.op_len[j]
+    d.blk[1] += 1
+    if how < 0:
+        d.rq[2, h] = d.op_off[j]
+        d.rq[4, h] = d.addr[j]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _merge(d, j, k, how, cscan):
+    """Disk read j joins the request at queue position k, at its end (``how`` 1) or its
+    start (-1; with ``cscan`` the request moves back into address order)."""
+    h = d.dq[k]
+    _join(d, j, h, how)
+    if how < 0:
+        if cscan:
+            while k > 0 and d.qaddr[k - 1] > d.rq[4, h]:
+                d.dq[k] = d.dq[k - 1]
+                d.qaddr[k] = d.qaddr[k - 1]
+                k -= 1
+            d.dq[k] = h
+            d.qaddr[k] = d.rq[4, h]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _enqueue(d, j, head, tail, cscan, now):
+    """Disk read j is submitted at ``now``; returns the disk queue's new end (the queue is
+    ``dq[head:tail]``, or ``dq[:tail]`` with ``cscan``).
+
+    With a throttle (``d.gate``) the read first meets it, as a bio meets blk-throttle before
+    the request queue: while reads are held it is held behind them, and with merging on it
+    joins the newest held request if it continues it or ends where it starts (the throttle
+    lets its held reads go in one batch, submitted under one plug, and a plug merges a bio
+    into the request added last); else it passes if the budget covers it, or is held. A
+    read that passes (or every read, without a throttle) enters the disk queue, where
+    ``elevator`` merging joins it to a queued request it continues (newest first with
+    ``fifo``, highest address first with ``cscan``), else to one it ends just before; with
+    ``plug`` a request in the disk queue is already the driver's and takes no read. Merged
+    requests stay within the largest request size. Otherwise the read is a request of its
+    own; ``cscan``: after the requests at its address or below, so equal addresses keep
+    arrival order."""
+    if d.rq.shape[1] == 0:  # no block layer: every read is a request, queued at once
+        return _push(d, j, d.addr[j], tail, cscan)
+    d.rq[0, j] = NO_LINK
+    d.rq[1, j] = j
+    d.rq[2, j] = d.op_off[j]
+    d.rq[3, j] = d.op_len[j]
+    d.rq[4, j] = d.addr[j]
+    limit = d.blk[0]
+    g = d.gate
+    if g[0] > 0.0:
+        tail = _throttle_release(d, now, tail, cscan)
+        if d.blk[3] < d.blk[4]:  # reads are held: behind them
+            h = d.rq[5, d.blk[4] - 1]
+            how = _joins(d, j, h, limit) if limit > 0 else 0
+            if how != 0:
+                _join(d, j, h, how)
+                return tail
+            d.rq[5, d.blk[4]] = j
+            d.blk[4] += 1
+            return tail
+        wait = _throttle_wait(g, d.op_len[j], now)
+        if wait > 0.0:
+            d.rq[5, d.blk[4]] = j
+            d.blk[4] += 1
+            g[6] = now + wait
+            return tail
+    if limit > 0 and d.blk[2] == 0:  # elevator
+        front = -1
+        for k in range(tail - 1, (0 if cscan else head) - 1, -1):
+            how = _joins(d, j, d.dq[k], limit)
+            if how > 0:
+                _merge(d, j, k, how, cscan)
+                return tail
+            if how < 0 and front < 0:
+                front = k
+        if front >= 0:
+            _merge(d, j, front, -1, cscan)
+            return tail
+    return _push(d, j, d.rq[4, j], tail, cscan)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _push(d, j, a, tail, cscan):
+    """Request j (its first read), starting at disk address ``a``, enters the disk queue;
+    returns the queue's new end."""
     if not cscan:
         d.dq[tail] = j
         return tail + 1
-    a = d.addr[j]
     lo = 0
     hi = tail
     while lo < hi:
@@ -568,15 +738,83 @@ def _enqueue(d, j, tail, cscan):
     return tail + 1
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def _throttle_release(d, now, tail, cscan):
+    """The throttle lets its held requests go, oldest first, at the times its budget admits
+    them, up to ``now``: each enters the disk queue (whose new end is returned). Requests
+    the same release admits leave together (blk-throttle dispatches them in one batch)."""
+    g = d.gate
+    while d.blk[3] < d.blk[4] and g[6] <= now:
+        h = d.rq[5, d.blk[3]]
+        wait = _throttle_wait(g, d.rq[3, h], g[6])
+        if wait > 0.0:
+            g[6] += wait
+            continue
+        d.blk[3] += 1
+        tail = _push(d, h, d.rq[4, h], tail, cscan)
+    g[5] = 1.0 if d.blk[3] < d.blk[4] else 0.0
+    return tail
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _throttle_wait(g, size, now):
+    """blk-throttle's byte limit (Linux block/blk-throttle.c, read at the source; its rules
+    in continuous time, not its code): how long a request of ``size`` bytes arriving at
+    ``now`` must wait (0: it passes, and is charged). ``g``: the limit (bytes/s; 0: no
+    throttle), the slice (s), the slice's start and end, the bytes dispatched in it, whether
+    a request is held, and (kept by the caller) when the oldest held request may go.
+
+    The budget is the limit times the time since the slice's start rounded up to whole
+    slices, so an idle throttle lets a slice's worth through at once; a request over the
+    budget waits until the budget covers it *and* the current slice has ended. A new slice
+    starts when the last one is over and nothing is held; a dispatch pushes the slice's end
+    one slice past it, and once two slices have passed it drops all but the last whole one
+    (with the bytes they allowed)."""
+    bps = g[0]
+    if bps <= 0.0:
+        return 0.0
+    sl = g[1]
+    if (now < g[2] or now > g[3]) and g[5] == 0.0:
+        g[2] = now
+        g[3] = now + sl
+        g[4] = 0.0
+    elapsed = now - g[2]
+    rounded = sl if elapsed <= 0.0 else np.ceil(elapsed / sl) * sl
+    over = g[4] + size - bps * rounded
+    if over > 0.0:
+        wait = over / bps + (rounded - elapsed)
+        if wait < 1e-9:  # rounding: never hold for nothing
+            wait = 1e-9
+        g[5] = 1.0
+        if g[3] < now + wait:
+            g[3] = np.ceil((now + wait) / sl) * sl
+        return wait
+    g[4] += size
+    g[5] = 0.0
+    if g[2] <= now <= g[3]:
+        g[3] = np.ceil((now + sl) / sl) * sl
+        passed = np.floor((now - g[2]) / sl) * sl
+        if passed >= 2 * sl:
+            passed -= sl
+            g[4] = max(0.0, g[4] - bps * passed)
+            g[2] += passed
+    return 0.0
+
+
 @njit(nogil=True, _nrt=False)  # cached by the replay, keyed by sources: calls the drive model
-def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, idle_s):
-    """The idle disk takes the next read of its queue after ``idle_s`` seconds idle and
-    serves it with the drive model: the oldest (fifo), or the one at the lowest address at
-    or past the head, wrapping to the lowest address (cscan; among equal addresses the
-    oldest). Returns the read (-1: the queue is empty), its service time and the queue's
-    new head and end."""
+def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, now, idle_s):
+    """The idle disk takes the next request of its queue at ``now``, after ``idle_s``
+    seconds idle, and serves it with the drive model as one read: the oldest (fifo), or the
+    one at the lowest address at or past the head, wrapping to the lowest address (cscan;
+    among equal addresses the oldest). Returns the request's first read (-1: none taken),
+    its service time (or, when the throttle holds the request, how long it holds it), the
+    queue's new head and end, and the disk address where the request ends."""
+    if d.gate[0] > 0.0:
+        tail = _throttle_release(d, now, tail, cscan)
     if head == tail:
-        return -1, 0.0, head, tail
+        if d.blk[3] < d.blk[4]:  # the throttle holds the next request until then
+            return -1, d.gate[6] - now, head, tail, 0
+        return -1, 0.0, head, tail, 0
     if cscan:
         lo = 0
         hi = tail
@@ -598,12 +836,18 @@ def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, idle_s):
         head += 1
     d.idle[0] = idle_s
     d.one_file[0] = d.op_file[j]
-    d.one_off[0] = d.op_off[j]
-    d.one_len[0] = d.op_len[j]
+    if d.rq.shape[1]:  # the block layer's request
+        d.one_off[0] = d.rq[2, j]
+        d.one_len[0] = d.rq[3, j]
+        end = d.rq[4, j] + d.rq[3, j]
+    else:
+        d.one_off[0] = d.op_off[j]
+        d.one_len[0] = d.op_len[j]
+        end = d.addr[j] + d.op_len[j]
     service_kernel(d.one_file, d.one_off, d.one_len, d.idle, d.ext_first, d.ext_base,
                    extent_bytes, d.ip, d.fp, d.seek_d, d.seek_t, d.zone_start, d.zone_rate,
                    d.dstate, d.out_s, d.out_f)
-    return j, d.out_s[0], head, tail
+    return j, d.out_s[0], head, tail, end
 
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
@@ -687,7 +931,8 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
             cpu_head = (cpu_head + 1) & mask
             cpu_len -= 1
             dq_tail, node_free = _server_has(x, slot, file, offset, nbytes, op_sync, op_off,
-                                             op_len, d, dq_tail, cscan, w, node_free)
+                                             op_len, d, dq_head, dq_tail, cscan, now, w,
+                                             node_free)
             if w.pending[slot] == 0:
                 link_free = _send(x, now, nbytes, rate, link_free)
                 done[x] = link_free + half_rtt
@@ -697,36 +942,44 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
                 nfree += 1
         else:
             now = disk_t
-            j = disk_op
             disk_busy = False
-            disk_free_at = now
-            _read_done(j, d.op_file[j], w)
-            # its waiters, in READ order: those waiting for nothing else reply
-            k = w.w_head[j]
-            while k != NO_LINK:
-                r = w.node_r[k]
-                slot = w.node_slot[k]
-                w.pending[slot] -= 1
-                if w.pending[slot] == 0:
-                    link_free = _send(r, now, nbytes, rate, link_free)
-                    done[r] = link_free + half_rtt
-                    free_at[known & mask] = done[r]
-                    known += 1
-                    free_slot[nfree] = slot
-                    nfree += 1
-                after = w.node_next[k]
-                w.node_next[k] = node_free
-                node_free = k
-                k = after
+            if disk_op != NO_LINK:  # a read done, not the throttle's hold
+                disk_free_at = now
+            j = disk_op
+            while j != NO_LINK:  # the request's reads, in the order they joined it
+                _read_done(j, d.op_file[j], w)
+                # its waiters, in READ order: those waiting for nothing else reply
+                k = w.w_head[j]
+                while k != NO_LINK:
+                    r = w.node_r[k]
+                    slot = w.node_slot[k]
+                    w.pending[slot] -= 1
+                    if w.pending[slot] == 0:
+                        link_free = _send(r, now, nbytes, rate, link_free)
+                        done[r] = link_free + half_rtt
+                        free_at[known & mask] = done[r]
+                        known += 1
+                        free_slot[nfree] = slot
+                        nfree += 1
+                    after = w.node_next[k]
+                    w.node_next[k] = node_free
+                    node_free = k
+                    k = after
+                j = d.rq[0, j] if d.rq.shape[1] else NO_LINK
         if not disk_busy:
-            j, service, dq_head, dq_tail = _serve_next(d, dq_head, dq_tail, head_addr, cscan,
-                                                       extent_bytes, now - disk_free_at)
+            j, service, dq_head, dq_tail, end = _serve_next(d, dq_head, dq_tail, head_addr,
+                                                            cscan,
+                                                       extent_bytes, now, now - disk_free_at)
             if j >= 0:
                 busy += service
-                head_addr = d.addr[j] + op_len[j]
+                head_addr = end
                 disk_busy = True
                 disk_t = now + service
                 disk_op = j
+            elif service > 0.0:  # the throttle holds the next request that long
+                disk_busy = True
+                disk_t = now + service
+                disk_op = NO_LINK
     return busy, disk_free_at, True
 
 
@@ -868,7 +1121,8 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
             cpu_head = (cpu_head + 1) & mask
             cpu_len -= 1
             dq_tail, node_free = _server_has(x, slot, file, offset, nbytes, op_sync, op_off,
-                                             op_len, d, dq_tail, cscan, w, node_free)
+                                             op_len, d, dq_head, dq_tail, cscan, now, w,
+                                             node_free)
             if w.pending[slot] == 0:
                 link_free = _send(x, now, nbytes, rate, link_free)
                 q = (rv_head + rv_len) & mask
@@ -880,30 +1134,33 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
                 seq += 1
                 idle_threads += 1
         else:  # EV_DISK
-            j = disk_op
             disk_busy = False
-            disk_free_at = now
-            _read_done(j, d.op_file[j], w)
-            # its waiters, in READ order: those waiting for nothing else reply
-            k = w.w_head[j]
-            while k != NO_LINK:
-                r = w.node_r[k]
-                slot = w.node_slot[k]
-                w.pending[slot] -= 1
-                if w.pending[slot] == 0:
-                    link_free = _send(r, now, nbytes, rate, link_free)
-                    q = (rv_head + rv_len) & mask
-                    rv_t[q] = link_free + half_rtt
-                    rv_seq[q] = seq
-                    rv_r[q] = r
-                    rv_slot[q] = slot
-                    rv_len += 1
-                    seq += 1
-                    idle_threads += 1
-                after = w.node_next[k]
-                w.node_next[k] = node_free
-                node_free = k
-                k = after
+            if disk_op != NO_LINK:  # a read done, not the throttle's hold
+                disk_free_at = now
+            j = disk_op
+            while j != NO_LINK:  # the request's reads, in the order they joined it
+                _read_done(j, d.op_file[j], w)
+                # its waiters, in READ order: those waiting for nothing else reply
+                k = w.w_head[j]
+                while k != NO_LINK:
+                    r = w.node_r[k]
+                    slot = w.node_slot[k]
+                    w.pending[slot] -= 1
+                    if w.pending[slot] == 0:
+                        link_free = _send(r, now, nbytes, rate, link_free)
+                        q = (rv_head + rv_len) & mask
+                        rv_t[q] = link_free + half_rtt
+                        rv_seq[q] = seq
+                        rv_r[q] = r
+                        rv_slot[q] = slot
+                        rv_len += 1
+                        seq += 1
+                        idle_threads += 1
+                    after = w.node_next[k]
+                    w.node_next[k] = node_free
+                    node_free = k
+                    k = after
+                j = d.rq[0, j] if d.rq.shape[1] else NO_LINK
         # free threads take arrived READs in arrival order
         while idle_threads > 0 and nq_len > 0:
             r = nq[nq_head]
@@ -917,14 +1174,21 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
             seq += 1
         # an idle disk starts the next read of its queue
         if not disk_busy:
-            j, service, dq_head, dq_tail = _serve_next(d, dq_head, dq_tail, head_addr, cscan,
-                                                       extent_bytes, now - disk_free_at)
+            j, service, dq_head, dq_tail, end = _serve_next(d, dq_head, dq_tail, head_addr,
+                                                            cscan,
+                                                       extent_bytes, now, now - disk_free_at)
             if j >= 0:
                 busy += service
-                head_addr = d.addr[j] + op_len[j]
+                head_addr = end
                 disk_busy = True
                 disk_t = now + service
                 disk_seq = seq
                 disk_op = j
+                seq += 1
+            elif service > 0.0:  # the throttle holds the next request that long
+                disk_busy = True
+                disk_t = now + service
+                disk_seq = seq
+                disk_op = NO_LINK
                 seq += 1
     return busy, disk_free_at
