@@ -80,11 +80,12 @@ def test_client_span() -> None:
 
 
 def test_loop_profile_and_iops() -> None:
-    p = loop_profile(1 << 30)
+    bps = 20_000_000
+    p = loop_profile(1 << 30, bps, iops_for(bps), 250)
     assert p.zone_mbps == (LOOP_MBPS,) and p.command_overhead_s == 0 and not p.cache.enabled
+    assert (p.throttle.read_bps, p.throttle.read_iops, p.throttle.hz) == (bps, 4883, 250)
     # blk-throttle waits for the larger of the byte and the op wait: with this iops limit the
     # byte wait is the larger for every read of 4 KiB or more
-    bps = 20_000_000
     for size in (4096, 8192, 131072, 1 << 20):
         assert size / bps >= 1 / iops_for(bps) - 1e-12
 

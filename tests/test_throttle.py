@@ -63,6 +63,32 @@ def test_the_first_slice_is_a_burst_then_reads_wait_for_the_next():
     assert np.count_nonzero(waited) == 1
 
 
+def test_the_rule_step_by_step():
+    """blk-throttle's checks one at a time (``throttle_step``, which the closed-loop timing
+    model's block layer calls for the reads it holds): at 20 MB/s and CONFIG_HZ 250 a slice
+    is 25 jiffies and 2,000,000 bytes; 15 reads of 128 KiB fit the first, the 16th waits to
+    the slice's end and one jiffy more, then passes with the next slice's budget, which lets
+    14 more through; after a long idle a new slice gives a full budget again."""
+    from seqheur.disk.model import S_TSTART, throttle_step
+
+    m = DiskModel(fast(HostThrottle(read_bps=20_000_000, hz=HZ)))
+    st_, ip = m.new_state(), m.iparams
+    w128 = 131072
+    passed = 0
+    while throttle_step(st_, ip, 0, w128, False) == 0:
+        passed += 1
+    assert passed == 15
+    wait = throttle_step(st_, ip, 0, w128, False)
+    assert wait == 26  # max(1, excess * hz / bps) + what is left of the slice (25)
+    assert throttle_step(st_, ip, 26, w128, True) == 0
+    more = 0
+    while throttle_step(st_, ip, 26, w128, False) == 0:
+        more += 1
+    assert more == 14  # 30 reads of 128 KiB fit two slices' 4,000,000 bytes
+    assert all(throttle_step(st_, ip, 500, w128, False) == 0 for _ in range(15))
+    assert st_[S_TSTART] == 500
+
+
 def test_small_reads_under_the_burst_are_never_held_back():
     r = run(fast(HostThrottle(read_bps=200_000_000, hz=HZ)), [4096] * 200)
     off = run(fast(), [4096] * 200)

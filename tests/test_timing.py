@@ -44,6 +44,20 @@ def streams(draw, max_files: int = 4, max_n: int = 60, max_count: int = 4 * K8):
     return ReadStream.from_arrays(f * 31 + 7, off, cnt, time_ns=t)
 
 
+def throttled(profile: str, mbps: float):
+    """The profile ``profile`` behind a blk-throttle read limit of ``mbps`` MB/s (CONFIG_HZ
+    250: slices of 100 ms), or the profile itself for 0."""
+    from seqheur.disk.profile import DriveCache, HostThrottle
+    from seqheur.disk.registry import parse_disk
+
+    if not mbps:
+        return profile
+    model = parse_disk(profile).model()  # its options: drive_cache=false is the model's
+    return model.profile.replace(throttle=HostThrottle(read_bps=int(mbps * 1e6), hz=250),
+                                 cache=model.profile.cache if model.drive_cache
+                                 else DriveCache())
+
+
 def _summary(s: ReadStream, timing=None, policy: str = "auto", profile: str = "ide-7200",
              detector: str = "freebsd4", **kw):
     return replay(s, detector, "freebsd4", policy, profile=profile, file_sizes="observed",
@@ -344,9 +358,8 @@ def test_the_short_loop_is_the_exact_loop(s, policy, profile, slots, extra, rtt,
 
     spec = (f"closed-loop:slots={slots}:nfsd={slots + extra}:rtt_us={rtt}:cpu_us={cpu}:"
             f"link_mbps={link}:rsize={rsize}:think={think}:scheduler={scheduler}:"
-            f"merge={merge}:max_request={3 * K8}:throttle_mbps={throttle}:"
-            f"throttle_slice_ms=20")
-    inputs, params = _inputs(s, spec, policy, profile)
+            f"merge={merge}:max_request={3 * K8}")
+    inputs, params = _inputs(s, spec, policy, throttled(profile, throttle))
     short = CL.run(params, inputs)
     full = CL.run(params, inputs, exact=True)
     # the same events in the same order: equal to rounding (tests/floatcmp.py SUMMARY_REL)
@@ -375,12 +388,12 @@ def test_merging_never_adds_requests_and_keeps_the_bytes(s, policy, slots, sched
     driver's at once)."""
     from seqheur.timing import closed_loop as CL
 
-    base = (f"closed-loop:slots={slots}:scheduler={scheduler}:max_request={max_request}:"
-            f"throttle_mbps={throttle}:throttle_slice_ms=20")
-    inputs, off = _inputs(s, base, policy, "ide-7200")
+    base = f"closed-loop:slots={slots}:scheduler={scheduler}:max_request={max_request}"
+    profile = throttled("ide-7200", throttle)
+    inputs, off = _inputs(s, base, policy, profile)
     plain = CL.run(off, inputs)
     assert plain.disk_requests == inputs.op_length.size
-    _, params = _inputs(s, f"{base}:merge={merge}", policy, "ide-7200")
+    _, params = _inputs(s, f"{base}:merge={merge}", policy, profile)
     merged = CL.run(params, inputs)
     assert merged.disk_requests <= plain.disk_requests
     assert (merged.disk_bytes, merged.client_bytes) == (plain.disk_bytes, plain.client_bytes)
@@ -391,45 +404,16 @@ def test_merging_never_adds_requests_and_keeps_the_bytes(s, policy, slots, sched
 
 @settings(max_examples=30, deadline=None)
 @given(s=streams(max_n=80), slots=st.integers(1, 8), throttle=st.sampled_from([0.2, 1, 5]),
-       slice_ms=st.sampled_from([10, 100]), merge=st.sampled_from(["off", "plug"]))
-def test_the_throttle_passes_no_more_than_its_rate_and_one_slice(s, slots, throttle, slice_ms,
+       merge=st.sampled_from(["off", "plug"]))
+def test_the_throttle_passes_no_more_than_its_rate_and_one_slice(s, slots, throttle,
                                                                  merge) -> None:
     """By the time the disk finished its last read the throttle has let through at most its
-    rate times (that time + one slice): the budget runs at most one slice ahead."""
-    r = _summary(s, timing=f"closed-loop:slots={slots}:throttle_mbps={throttle}:"
-                 f"throttle_slice_ms={slice_ms}:merge={merge}", profile="scsi-10k")
+    rate times (that time + one slice of 100 ms + a jiffy of 4 ms, the clock's grain): the
+    budget runs at most one slice ahead."""
+    r = _summary(s, timing=f"closed-loop:slots={slots}:merge={merge}",
+                 profile=throttled("scsi-10k", throttle))
     t = r.timing
-    assert t.disk_bytes <= throttle * 1e6 * (t.disk_end_s + slice_ms / 1e3) * (1 + 1e-9)
-
-
-def test_the_throttle_rule() -> None:
-    """blk-throttle's budget, as block/blk-throttle.c keeps it: an idle throttle lets one
-    slice's bytes through at once; the read over the budget waits until the budget covers it
-    and the slice has ended, then passes; a throttle idle for more than a slice starts a
-    new slice with a full budget."""
-    from seqheur.timing.closed_loop import _throttle_wait
-
-    bps, sl, w128 = 20e6, 0.1, 131072
-    g = np.array([bps, sl, 0.0, -1.0, 0.0, 0.0, 0.0])
-    passed = 0
-    while _throttle_wait(g, w128, 0.001 * passed) == 0.0:
-        passed += 1
-    assert passed == int(bps * sl // w128) == 15  # 2 MB per slice: 15 reads of 128 KiB
-    now = 0.001 * passed
-    wait = _throttle_wait(g, w128, now)
-    over = (passed + 1) * w128 - bps * sl
-    assert wait == pytest.approx(over / bps + (sl - now))  # past the slice's end
-    assert _throttle_wait(g, w128, now + wait) == 0.0  # then it passes
-    # the next slice's budget is there already: 14 more pass at once
-    more = 0
-    while _throttle_wait(g, w128, now + wait) == 0.0:
-        more += 1
-    assert more == int(2 * bps * sl // w128) - passed - 1
-    # idle for longer than a slice: a new slice, a full budget again
-    later = g[3] + 0.5
-    g[5] = 0.0
-    assert all(_throttle_wait(g, w128, later) == 0.0 for _ in range(15))
-    assert g[2] == later
+    assert t.disk_bytes <= throttle * 1e6 * (t.disk_end_s + 0.1 + 0.004) * (1 + 1e-9)
 
 
 @settings(max_examples=40, deadline=None)
@@ -446,13 +430,13 @@ def test_a_merged_request_is_contiguous_and_within_the_limit(s, merge, cscan, ma
     less the merges."""
     from seqheur.timing import closed_loop as CL
 
-    inputs, _ = _inputs(s, "closed-loop", "fixed:4", "ide-7200")
+    inputs, _ = _inputs(s, "closed-loop", "fixed:4", throttled("ide-7200", throttle))
     i64 = np.int64
     f, o, n = (np.ascontiguousarray(a, i64) for a in (inputs.op_file, inputs.op_offset,
                                                       inputs.op_length))
     place = inputs.place
     addr = CL.op_address(f, o, place.ext_first, place.ext_base, i64(place.extent_bytes))
-    d = CL.new_disk(inputs, addr, f, o, n, merge, max_request, throttle, 10)
+    d = CL.new_disk(inputs, addr, f, o, n, merge, max_request)
     rng = np.random.default_rng(seed)
     order = rng.permutation(f.size) if rng.random() < 0.5 else np.arange(f.size)
     head = tail = 0

@@ -11,7 +11,13 @@ import signal
 import subprocess
 import tempfile
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator
+
+from .errors import SpecError
+
+#: cgroup v1's blkio hierarchy: blk-throttle's read limits per device and cgroup
+BLKIO = Path("/sys/fs/cgroup/blkio")
 
 
 @contextmanager
@@ -83,3 +89,53 @@ class ScratchExt4:
         if self.tmp:
             shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None
+
+
+def kernel_hz() -> int:
+    """The running kernel's CONFIG_HZ (jiffies per second: blk-throttle's clock), from its
+    config (/proc/config.gz or /boot/config-RELEASE); a clear error when neither is
+    readable."""
+    import gzip
+
+    release = os.uname().release
+    for path, opener in (("/proc/config.gz", gzip.open), (f"/boot/config-{release}", open)):
+        try:
+            with opener(path, "rt") as fh:
+                for line in fh:
+                    if line.startswith("CONFIG_HZ="):
+                        return int(line.split("=", 1)[1])
+        except OSError:
+            continue
+    raise SpecError("the kernel's CONFIG_HZ is not readable (no /proc/config.gz, no "
+                    f"/boot/config-{release}): give it (--hz)")
+
+
+def _own_blkio_cgroup() -> Path:
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, ctrls, path = line.split(":", 2)
+        if "blkio" in ctrls.split(","):
+            return BLKIO / path.lstrip("/")
+    return BLKIO
+
+
+@contextmanager
+def throttled(majmin: str, bps: int, iops: int) -> Iterator[Path]:
+    """This process (and so every process it starts: the lab's unshare, ganesha and clients)
+    in a blkio cgroup of its own with read limits on the device ``majmin`` (bytes/s and
+    reads/s; 0: none); back out on exit."""
+    home = _own_blkio_cgroup()
+    cg = BLKIO / f"seqheur-throttle-{os.getpid()}"
+    cg.mkdir(exist_ok=True)
+    try:
+        (cg / "blkio.throttle.read_bps_device").write_text(f"{majmin} {bps}\n")
+        (cg / "blkio.throttle.read_iops_device").write_text(f"{majmin} {iops}\n")
+        (cg / "cgroup.procs").write_text(f"{os.getpid()}\n")
+        try:
+            yield cg
+        finally:
+            (home / "cgroup.procs").write_text(f"{os.getpid()}\n")
+    finally:
+        try:
+            cg.rmdir()
+        except OSError:
+            pass

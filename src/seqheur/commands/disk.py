@@ -112,31 +112,11 @@ def check_model_cmd(target: str, profile: str, ops: int | None, seed: int | None
         click.echo(output)
 
 
-def kernel_hz() -> int:
-    """The running kernel's CONFIG_HZ, from its config (/proc/config.gz or
-    /boot/config-RELEASE); a clear error when neither is readable."""
-    import gzip
-    import os
-
-    from ..errors import SpecError
-
-    release = os.uname().release
-    for path, opener in (("/proc/config.gz", gzip.open), (f"/boot/config-{release}", open)):
-        try:
-            with opener(path, "rt") as fh:
-                for line in fh:
-                    if line.startswith("CONFIG_HZ="):
-                        return int(line.split("=", 1)[1])
-        except OSError:
-            continue
-    raise SpecError("--throttle: the kernel's CONFIG_HZ is not readable (no /proc/config.gz, "
-                    f"no /boot/config-{release}); pass --hz")
-
-
 def _throttle_of(target: str, bps: str | None, iops: int, hz: int | None) -> Any:
     """The HostThrottle of the --throttle options (None without --throttle)."""
     from ..disk.profile import HostThrottle
     from ..errors import SpecError
+    from ..loopdev import kernel_hz
     from ..options import parse_size
 
     if bps is None:
@@ -161,7 +141,7 @@ def _throttled(target: str, limit: Any) -> Any:
 
     if limit is None:
         return contextlib.nullcontext()
-    from ..lab.validate import BLKIO, throttled
+    from ..loopdev import BLKIO, throttled
 
     try:
         st = os.stat(target)

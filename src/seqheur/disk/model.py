@@ -62,10 +62,11 @@ SPLIT = 8
 
 # state layout: header words, then segment start[N], end[N], stamp[N]. With a host throttle
 # the header also keeps the time (ns since the first read) and the throttle's slice: its
-# start and end (jiffies) and the bytes and reads dispatched in it.
+# start and end (jiffies), the bytes and reads dispatched in it, and whether the read it is
+# holding has been charged its bytes already.
 S_HEAD, S_PFSEG, S_PFPOS, S_PFLIM, S_PFMIN, S_TICK = 0, 1, 2, 3, 4, 5
-S_CLOCK, S_TSTART, S_TEND, S_TBYTES, S_TIOS = 6, 7, 8, 9, 10
-S_HDR = 11
+S_CLOCK, S_TSTART, S_TEND, S_TBYTES, S_TIOS, S_TCHARGED = 6, 7, 8, 9, 10, 11
+S_HDR = 12
 _NO_SLICE = -(np.int64(1) << np.int64(40))  # a slice long over: the first read starts one
 # integer parameters (the throttle's: bytes/s and reads/s, 0 = none; jiffies per second and
 # per slice)
@@ -183,6 +184,18 @@ class DiskModel:
             return parse_disk(profile).model(layout, drive_cache=drive_cache, host_mbps=host_mbps)
         return cls(load_profile(profile), layout, drive_cache=drive_cache, host_mbps=host_mbps)
 
+    @property
+    def throttled(self) -> bool:
+        return bool(self.iparams[I_TBPS] > 0 or self.iparams[I_TIOPS] > 0)
+
+    def drive_params(self) -> np.ndarray:
+        """``iparams`` without the throttle: for a caller that holds reads back itself (the
+        closed-loop timing model's block layer, with :func:`throttle_step`) and hands the
+        drive only what the throttle let go."""
+        ip = self.iparams.copy()
+        ip[I_TBPS] = ip[I_TIOPS] = 0
+        return ip
+
     def with_throttle(self, throttle: "HostThrottle") -> "DiskModel":
         """The same drive (layout, drive-cache switch, host ceiling) behind a host throttle."""
         out = DiskModel(self.profile.replace(throttle=throttle), self.layout,
@@ -199,7 +212,7 @@ class DiskModel:
         n = int(self.iparams[I_NSEG])
         st = np.full(S_HDR + 3 * n, -1, dtype=np.int64)
         st[S_TICK] = 0
-        st[S_CLOCK] = st[S_TBYTES] = st[S_TIOS] = 0
+        st[S_CLOCK] = st[S_TBYTES] = st[S_TIOS] = st[S_TCHARGED] = 0
         st[S_TSTART] = st[S_TEND] = _NO_SLICE
         st[S_HDR + 2 * n:] = 0
         return st
@@ -491,48 +504,61 @@ def _trim_slice(state, j, bps, iops, hz, slice_j):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _throttle_wait_ns(state, ip, nbytes):
-    """Nanoseconds from now (``state[S_CLOCK]``) until blk-throttle dispatches a read of
-    ``nbytes`` arriving with nothing else queued, with the slice state updated as the kernel
-    leaves it (tg_within_limit / tg_dispatch_time, then the pending timer's re-checks at whole
-    jiffies: a read that has to wait goes when the timer fires, at the start of a jiffy)."""
+def throttle_step(state, ip, j, nbytes, queued):
+    """One blk-throttle check, at jiffy ``j``, of a read of ``nbytes`` (``queued``: the
+    oldest read the throttle holds, asked again when its timer fires; else a read arriving
+    with nothing held). Returns 0 when the read goes now (charged its bytes and one op, the
+    slice trimmed), else the jiffies to wait before asking again (the bytes stay charged
+    when only the op limit held it: ``state[S_TCHARGED]``). The slice, the counts and that
+    flag live in the drive state's header; ``ip``'s throttle words give the limits
+    (tg_within_limit / tg_dispatch_time / tg_dispatch_one_bio in block/blk-throttle.c)."""
     bps = ip[I_TBPS]
     iops = ip[I_TIOPS]
     hz = ip[I_HZ]
     slice_j = ip[I_SLICE]
-    now = state[S_CLOCK]
-    j = now * hz // 1_000_000_000
-    j0 = j
-    charged = bps <= 0
-    queued = False
-    while True:
-        wait = 0
-        if not charged:
-            _update_slice(state, j, slice_j, queued)
-            elapsed = j - state[S_TSTART]
-            rnd = _roundup(elapsed if elapsed > 0 else slice_j, slice_j)
-            allowed = bps * rnd // hz
-            if state[S_TBYTES] + nbytes > allowed:
-                wait = max((state[S_TBYTES] + nbytes - allowed) * hz // bps, 1) + (rnd - elapsed)
-            _extend_slice(state, j + wait, slice_j)
-            if wait == 0:
-                state[S_TBYTES] += nbytes
-                charged = True
-        if wait == 0 and iops > 0:
-            _update_slice(state, j, slice_j, queued)
-            elapsed = j - state[S_TSTART]
-            rnd = _roundup(elapsed + 1, slice_j)
-            if state[S_TIOS] + 1 > iops * rnd // hz:
-                wait = max(rnd - elapsed, hz // iops + 1)
-            _extend_slice(state, j + wait, slice_j)
+    charged = bps <= 0 or (queued and state[S_TCHARGED] != 0)
+    wait = 0
+    if not charged:
+        _update_slice(state, j, slice_j, queued)
+        elapsed = j - state[S_TSTART]
+        rnd = _roundup(elapsed if elapsed > 0 else slice_j, slice_j)
+        allowed = bps * rnd // hz
+        if state[S_TBYTES] + nbytes > allowed:
+            wait = max((state[S_TBYTES] + nbytes - allowed) * hz // bps, 1) + (rnd - elapsed)
+        _extend_slice(state, j + wait, slice_j)
         if wait == 0:
-            break
-        queued = True
-        j += wait
+            state[S_TBYTES] += nbytes
+            charged = True
+    if wait == 0 and iops > 0:
+        _update_slice(state, j, slice_j, queued)
+        elapsed = j - state[S_TSTART]
+        rnd = _roundup(elapsed + 1, slice_j)
+        if state[S_TIOS] + 1 > iops * rnd // hz:
+            wait = max(rnd - elapsed, hz // iops + 1)
+        _extend_slice(state, j + wait, slice_j)
+    if wait > 0:
+        state[S_TCHARGED] = 1 if charged and bps > 0 else 0
+        return wait
+    state[S_TCHARGED] = 0
     state[S_TIOS] += 1
     _trim_slice(state, j, bps, iops, hz, slice_j)
-    if j == j0:
+    return np.int64(0)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _throttle_wait_ns(state, ip, nbytes):
+    """Nanoseconds from now (``state[S_CLOCK]``) until blk-throttle dispatches a read of
+    ``nbytes`` arriving with nothing else held: checked on arrival, then whenever the
+    throttle's timer fires (at the start of a jiffy) until it goes."""
+    hz = ip[I_HZ]
+    now = state[S_CLOCK]
+    j = now * hz // 1_000_000_000
+    wait = throttle_step(state, ip, j, nbytes, False)
+    if wait == 0:
         return np.int64(0)
+    while wait > 0:
+        j += wait
+        wait = throttle_step(state, ip, j, nbytes, True)
     return (j * 1_000_000_000 + hz - 1) // hz - now
 
 

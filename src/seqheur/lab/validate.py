@@ -23,11 +23,12 @@ import dataclasses
 import os
 import shutil
 import tempfile
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from ..errors import SeqheurError
+from ..loopdev import BLKIO, kernel_hz, throttled
 from .scenarios import LabError, Reader, Scenario, get
 
 # The default validation set: sequential, strided, concurrent readers, random, several files
@@ -41,7 +42,6 @@ TARGETS = {"disk_bytes": 0.05, "disk_ops": 0.10, "mbps": 0.20}
 # Figures compared without a target: the reads submitted to the block layer (before merging).
 UNTARGETED = ("disk_bios",)
 
-BLKIO = Path("/sys/fs/cgroup/blkio")
 SECTOR = 512
 
 
@@ -156,26 +156,31 @@ def report(rows: Sequence[dict[str, Any]]) -> str:
 LOOP_MBPS = 1500.0
 
 
-def loop_profile(capacity: int) -> Any:
-    """The loop device without its throttle as a DiskProfile: :data:`LOOP_MBPS` and nothing
-    else (no positioning, no command overhead, no drive cache: the backing store is tmpfs).
-    The throttle is the timing model's (``throttle_mbps``); the iops throttle is set so that
-    it never binds for reads of 4 KiB or more (see ``iops_for``) and is not modelled."""
-    from ..disk.profile import DiskProfile
+def loop_profile(capacity: int, bps: int, iops: int, hz: int) -> Any:
+    """The loop device behind the run's read throttle as a DiskProfile: :data:`LOOP_MBPS` and
+    nothing else (no positioning, no command overhead, no drive cache: the backing store is
+    tmpfs), with blk-throttle's limits of ``bps`` bytes/s and ``iops`` reads/s in front
+    (the kernel's rules, jiffies of 1/``hz`` s: :class:`seqheur.disk.profile.HostThrottle`;
+    the closed-loop model holds and merges reads there)."""
+    from ..disk.profile import DiskProfile, HostThrottle
 
     return DiskProfile(
-        name="loop-tmpfs", kind="modelled",
-        description="loop device (direct I/O, tmpfs image), unthrottled",
+        name=f"loop-tmpfs-throttle-{bps}", kind="modelled",
+        description=f"loop device (direct I/O, tmpfs image) behind a blkio read throttle of "
+                    f"{bps} B/s and {iops} reads/s",
         capacity_bytes=capacity, zone_mbps=(LOOP_MBPS,),
+        throttle=HostThrottle(read_bps=bps, read_iops=iops, hz=hz),
         sources={"zones": "dd iflag=direct of the loop device, 2026-11-26 (LOOP_MBPS)",
                  "positioning": "none: tmpfs backing store",
-                 "command_overhead_s": "none assumed (not calibrated)"})
+                 "command_overhead_s": "none assumed (not calibrated)",
+                 "throttle": "blkio.throttle.read_bps_device and read_iops_device of the "
+                             "run; hz: the kernel's CONFIG_HZ"})
 
 
 def iops_for(bps: int) -> int:
     """The read_iops_device limit set with ``bps``: one 4 KiB read per 4096 bytes of the byte
     rate, so that blk-throttle's wait, the larger of the byte and the op wait, is the byte
-    wait for every read of 4 KiB or more (and the profile's single rate is exact)."""
+    wait for every read of 4 KiB or more (the profile's throttle has both limits)."""
     return max(1, -(-bps // 4096))  # rounded up: the op wait never exceeds the byte wait
 
 
@@ -201,15 +206,15 @@ class ValidateOptions:
 
 
 def predict(pcap: Path, sc: Scenario, ra_kb: int, io_kb: int, cache: int, profile: Any,
-            bps: int, table: str = "ideal") -> tuple[dict[str, Any], dict[str, Any]]:
-    """Replay a capture as the server's kernel would see it, behind the run's read throttle
-    of ``bps`` bytes/s; (figures, settings)."""
+            table: str = "ideal") -> tuple[dict[str, Any], dict[str, Any]]:
+    """Replay a capture as the server's kernel would see it, on ``profile`` (the loop device
+    behind the run's read throttle: :func:`loop_profile`); (figures, settings)."""
     from ..replay import replay
 
     detector = f"linux-6:ra_kb={ra_kb},io_kb={io_kb}"
     # the block layer merges up to the queue's max_sectors_kb (the read-ahead's io_kb)
     timing = (f"closed-loop:preset=lab-loopback:slots={slots_of(sc)}:"
-              f"throttle_mbps={bps / 1e6}:max_request={io_kb * 1024}")
+              f"max_request={io_kb * 1024}")
     r = replay(str(pcap), detector, table, cache=cache, profile=profile, timing=timing,
                per_request=False)
     # the device's field 1 counts requests after merging; field 1 + 2 the reads submitted
@@ -250,6 +255,10 @@ def environment_problems(scenarios: Sequence[Scenario]) -> list[str]:
     for tool in ("losetup", "mkfs.ext4"):
         if shutil.which(tool) is None:
             problems.append(f"missing {tool}")
+    try:
+        kernel_hz()
+    except SeqheurError as exc:
+        problems.append(str(exc))
     if not (BLKIO / "blkio.throttle.read_bps_device").exists():
         problems.append("needs cgroup v1 blkio throttling (/sys/fs/cgroup/blkio/blkio.throttle"
                         ".read_bps_device); cgroup v2 io.max is not supported yet")
@@ -296,36 +305,6 @@ class LoopExport:
         self.mnt = None
 
 
-def _own_blkio_cgroup() -> Path:
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        _, ctrls, path = line.split(":", 2)
-        if "blkio" in ctrls.split(","):
-            return BLKIO / path.lstrip("/")
-    return BLKIO
-
-
-@contextmanager
-def throttled(majmin: str, bps: int, iops: int) -> Iterator[Path]:
-    """This process (and so every process the lab starts from it: unshare, ganesha, the
-    clients) in a blkio cgroup of its own with read limits on ``majmin``; back out on exit."""
-    home = _own_blkio_cgroup()
-    cg = BLKIO / f"seqheur-validate-{os.getpid()}"
-    cg.mkdir(exist_ok=True)
-    try:
-        (cg / "blkio.throttle.read_bps_device").write_text(f"{majmin} {bps}\n")
-        (cg / "blkio.throttle.read_iops_device").write_text(f"{majmin} {iops}\n")
-        (cg / "cgroup.procs").write_text(f"{os.getpid()}\n")
-        try:
-            yield cg
-        finally:
-            (home / "cgroup.procs").write_text(f"{os.getpid()}\n")
-    finally:
-        try:
-            cg.rmdir()
-        except OSError:
-            pass
-
-
 def validate(names: Sequence[str], options: ValidateOptions = ValidateOptions(),
              captures: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
     """Run each scenario on the throttled loop device, replay its capture, return the rows.
@@ -365,7 +344,8 @@ def validate(names: Sequence[str], options: ValidateOptions = ValidateOptions(),
             loop.sys("queue/read_ahead_kb").write_text(f"{options.read_ahead_kb}\n")
             ra_kb = int(loop.sys("queue/read_ahead_kb").read_text())
             io_kb = int(loop.sys("queue/max_sectors_kb").read_text())
-            profile = loop_profile(int(total * 1.25) + (64 << 20))
+            profile = loop_profile(int(total * 1.25) + (64 << 20), options.bps, iops,
+                                   kernel_hz())
             cache = max(256 << 20, 2 * total)
             for sc in scenarios:
                 files = [str(export / f.name) for f in sc.files]
@@ -390,7 +370,7 @@ def validate(names: Sequence[str], options: ValidateOptions = ValidateOptions(),
                             "disk_merges": disk["merges"],
                             "disk_bios": disk["disk_ops"] + disk["merges"]}
                 predicted, psettings = predict(out / man["pcap"]["file"], sc, ra_kb, io_kb,
-                                               cache, profile, options.bps, options.table)
+                                               cache, profile, options.table)
                 settings = {"device": loop.name, "read_ahead_kb": ra_kb,
                             "max_sectors_kb": io_kb, "throttle_read_bps": options.bps,
                             "throttle_read_iops": iops, "backing": "tmpfs image, direct I/O",

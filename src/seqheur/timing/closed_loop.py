@@ -23,10 +23,11 @@ of them the READ waits for (``sync``; read-ahead is asynchronous). This model ti
   drive model one read at a time (:func:`seqheur.disk.model.service_kernel`, its state carried
   from read to read; the time the drive was idle before a read lets its own read-ahead run).
 * **block layer** (Linux's, read at the source: block/blk-throttle.c, block/blk-merge.c,
-  block/blk-mq.c) — ``throttle_mbps``: a blk-throttle read limit in front of the queue, with
-  its time slices (an idle throttle lets a slice's budget through at once; a read over the
-  budget is held, with every read after it, until the budget covers it and the slice has
-  ended). ``merge``: a read that continues a request, or ends where one starts, joins it
+  block/blk-mq.c) — the disk profile's host throttle (``DiskProfile.throttle``: a
+  blk-throttle read limit) in front of the queue, with the kernel's rules
+  (:func:`seqheur.disk.model.throttle_step`: slices of hz/10 jiffies, an idle throttle lets a
+  slice's budget through at once, a read over the budget is held, with every read after it,
+  and asked again when the throttle's timer fires). ``merge``: a read that continues a request, or ends where one starts, joins it
   within ``max_request`` bytes (back and front merges up to ``max_sectors_kb``): ``plug``
   only among reads the throttle holds (it lets them go in one batch under one plug, and a
   plug merges a bio into the request added last), as with the scheduler ``none``, where a
@@ -48,7 +49,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from ..disk.model import extent_address, service_kernel
+from ..disk.model import I_HZ, extent_address, service_kernel, throttle_step
 from ..options import param
 
 NAME = "closed-loop"
@@ -114,11 +115,6 @@ class Params:
     max_request: int = param(1310720, unit="bytes", doc="largest request merging builds "
                              "(Linux: the queue's max_sectors_kb; 1280 KiB is the kernel's "
                              "default cap)")
-    throttle_mbps: float = param(0.0, unit="MB/s", doc="a blk-throttle read limit in front "
-                                 "of the disk queue (cgroup blkio.throttle.read_bps_device), "
-                                 "MB = 10^6 bytes; 0 = none")
-    throttle_slice_ms: int = param(100, unit="ms", doc="blk-throttle's time slice "
-                                     "(Linux: DFL_THROTL_SLICE, HZ / 10)")
 
     def __post_init__(self) -> None:
         if self.slots < 1:
@@ -127,11 +123,9 @@ class Params:
             raise ValueError(f"nfsd must be >= 1, not {self.nfsd}")
         if self.rsize < 1:
             raise ValueError(f"rsize must be >= 1 byte, not {self.rsize}")
-        if self.throttle_slice_ms < 1:
-            raise ValueError(f"throttle_slice_ms must be >= 1, not {self.throttle_slice_ms}")
         if self.max_request < 1:
             raise ValueError(f"max_request must be >= 1 byte, not {self.max_request}")
-        for name in ("rtt_us", "link_mbps", "host_mbps", "cpu_us", "throttle_mbps"):
+        for name in ("rtt_us", "link_mbps", "host_mbps", "cpu_us"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")
 
@@ -297,7 +291,7 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
 
     def disk() -> Disk:
         return new_disk(inputs, addr, op_file, op_off, op_len, params.merge,
-                        params.max_request, params.throttle_mbps, params.throttle_slice_ms)
+                        params.max_request)
 
     ok = False
     d = disk()
@@ -316,26 +310,27 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
 
 
 def new_disk(inputs: TimingInputs, addr: np.ndarray, op_file: np.ndarray, op_off: np.ndarray,
-             op_len: np.ndarray, merge: str, max_request: int, throttle_mbps: float = 0.0,
-             throttle_slice_ms: int = 100) -> "Disk":
+             op_len: np.ndarray, merge: str, max_request: int) -> "Disk":
     """An empty disk queue in front of the replay's drive model (its state fresh) for the
     disk reads ``op_*`` (int64) starting at disk addresses ``addr``; ``merge``: off, plug or
-    elevator, up to ``max_request`` bytes; ``throttle_mbps``: a blk-throttle read limit in
-    front of the queue (0: none) with slices of ``throttle_slice_ms``."""
+    elevator, up to ``max_request`` bytes; the drive model's host throttle, if it has one,
+    holds reads in front of the queue (and the drive is handed only what it let go)."""
     i64 = np.int64
     m = op_file.size
     # the block layer's arrays, empty when it is off (no merging, no throttle): the queue
     # then holds reads, and a run does not pay for them
-    b = m if merge != "off" or throttle_mbps > 0 else 0
+    model = inputs.disk
+    throttled = model.throttled
+    b = m if merge != "off" or throttled else 0
     place = inputs.place
+    _, *drive = model.kernel_args()
     return Disk(np.empty(m, i64), np.empty(m, i64), addr, op_file, op_off, op_len,
-                place.ext_first, place.ext_base, *inputs.disk.kernel_args(),
-                inputs.disk.new_state(), np.zeros(1), np.zeros(1, i64), np.zeros(1, i64),
+                place.ext_first, place.ext_base, model.drive_params(), *drive,
+                model.new_state(), np.zeros(1), np.zeros(1, i64), np.zeros(1, i64),
                 np.zeros(1, i64), np.zeros(1), np.zeros(1, np.uint8),
                 np.empty((6, b), i64),
                 np.array([max_request if merge != "off" else 0, 0, merge == "plug", 0, 0], i64),
-                np.array([throttle_mbps * 1e6, throttle_slice_ms * 1e-3, 0.0, -1.0, 0.0, 0.0,
-                          0.0]))
+                model.iparams, np.array([1.0 if throttled else 0.0, 0.0]))
 
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
@@ -610,8 +605,11 @@ class Disk(NamedTuple):
     # (held reads into the newest held request), 0: elevator (also any queued request);
     # where the throttle's held requests start and end in rq[5]
     blk: np.ndarray
-    # float64[7]: a blk-throttle in front of the disk queue (:func:`_throttle_wait`), and
-    # when it lets its oldest held request go
+    # the drive model's parameters with its host throttle (``ip`` has it off: the block
+    # layer holds reads itself, :func:`seqheur.disk.model.throttle_step`, its slice kept in
+    # ``dstate``)
+    tip: np.ndarray
+    # float64[2]: 1.0 when there is a throttle; when it lets its oldest held request go (s)
     gate: np.ndarray
 
 
@@ -694,11 +692,13 @@ def _enqueue(d, j, head, tail, cscan, now):
             d.rq[5, d.blk[4]] = j
             d.blk[4] += 1
             return tail
-        wait = _throttle_wait(g, d.op_len[j], now)
-        if wait > 0.0:
+        hz = d.tip[I_HZ]
+        jiffy = _jiffy(now, hz)
+        wait = throttle_step(d.dstate, d.tip, jiffy, d.op_len[j], False)
+        if wait > 0:
             d.rq[5, d.blk[4]] = j
             d.blk[4] += 1
-            g[6] = now + wait
+            g[1] = (jiffy + wait) / hz
             return tail
     if limit > 0 and d.blk[2] == 0:  # elevator
         front = -1
@@ -738,67 +738,31 @@ def _push(d, j, a, tail, cscan):
     return tail + 1
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _jiffy(t, hz):
+    """The jiffy (of 1/hz s, counted from the run's start) that time ``t`` (s) falls in; a
+    time the model computed as a jiffy's start stays in that jiffy."""
+    return np.int64(np.floor(t * hz + 1e-6))
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def _throttle_release(d, now, tail, cscan):
-    """The throttle lets its held requests go, oldest first, at the times its budget admits
-    them, up to ``now``: each enters the disk queue (whose new end is returned). Requests
-    the same release admits leave together (blk-throttle dispatches them in one batch)."""
+    """The throttle lets its held requests go, oldest first, at the jiffies its timer fires
+    and its budget admits them, up to ``now``: each enters the disk queue (whose new end is
+    returned). Requests the same release admits leave together (blk-throttle dispatches
+    them in one batch)."""
     g = d.gate
-    while d.blk[3] < d.blk[4] and g[6] <= now:
+    hz = d.tip[I_HZ]
+    while d.blk[3] < d.blk[4] and g[1] <= now:
         h = d.rq[5, d.blk[3]]
-        wait = _throttle_wait(g, d.rq[3, h], g[6])
-        if wait > 0.0:
-            g[6] += wait
+        jiffy = _jiffy(g[1], hz)
+        wait = throttle_step(d.dstate, d.tip, jiffy, d.rq[3, h], True)
+        if wait > 0:
+            g[1] = (jiffy + wait) / hz
             continue
         d.blk[3] += 1
         tail = _push(d, h, d.rq[4, h], tail, cscan)
-    g[5] = 1.0 if d.blk[3] < d.blk[4] else 0.0
     return tail
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def _throttle_wait(g, size, now):
-    """blk-throttle's byte limit (Linux block/blk-throttle.c, read at the source; its rules
-    in continuous time, not its code): how long a request of ``size`` bytes arriving at
-    ``now`` must wait (0: it passes, and is charged). ``g``: the limit (bytes/s; 0: no
-    throttle), the slice (s), the slice's start and end, the bytes dispatched in it, whether
-    a request is held, and (kept by the caller) when the oldest held request may go.
-
-    The budget is the limit times the time since the slice's start rounded up to whole
-    slices, so an idle throttle lets a slice's worth through at once; a request over the
-    budget waits until the budget covers it *and* the current slice has ended. A new slice
-    starts when the last one is over and nothing is held; a dispatch pushes the slice's end
-    one slice past it, and once two slices have passed it drops all but the last whole one
-    (with the bytes they allowed)."""
-    bps = g[0]
-    if bps <= 0.0:
-        return 0.0
-    sl = g[1]
-    if (now < g[2] or now > g[3]) and g[5] == 0.0:
-        g[2] = now
-        g[3] = now + sl
-        g[4] = 0.0
-    elapsed = now - g[2]
-    rounded = sl if elapsed <= 0.0 else np.ceil(elapsed / sl) * sl
-    over = g[4] + size - bps * rounded
-    if over > 0.0:
-        wait = over / bps + (rounded - elapsed)
-        if wait < 1e-9:  # rounding: never hold for nothing
-            wait = 1e-9
-        g[5] = 1.0
-        if g[3] < now + wait:
-            g[3] = np.ceil((now + wait) / sl) * sl
-        return wait
-    g[4] += size
-    g[5] = 0.0
-    if g[2] <= now <= g[3]:
-        g[3] = np.ceil((now + sl) / sl) * sl
-        passed = np.floor((now - g[2]) / sl) * sl
-        if passed >= 2 * sl:
-            passed -= sl
-            g[4] = max(0.0, g[4] - bps * passed)
-            g[2] += passed
-    return 0.0
 
 
 @njit(nogil=True, _nrt=False)  # cached by the replay, keyed by sources: calls the drive model
@@ -813,7 +777,7 @@ def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, now, idle_s):
         tail = _throttle_release(d, now, tail, cscan)
     if head == tail:
         if d.blk[3] < d.blk[4]:  # the throttle holds the next request until then
-            return -1, d.gate[6] - now, head, tail, 0
+            return -1, d.gate[1] - now, head, tail, 0
         return -1, 0.0, head, tail, 0
     if cscan:
         lo = 0
