@@ -482,25 +482,25 @@ def _trim_slice(state, j, bps, iops, hz, slice_j):
     if elapsed < 2 * slice_j:
         return
     elapsed -= slice_j
-    trimmed = 0
-    if bps > 0:
-        b = bps * elapsed // hz
-        if b <= 0 or state[S_TBYTES] < b:
-            b = state[S_TBYTES]
-            state[S_TBYTES] = 0
-        else:
-            state[S_TBYTES] -= b
-        trimmed += b
-    if iops > 0:
-        k = iops * elapsed // hz
-        if k <= 0 or state[S_TIOS] < k:
-            k = state[S_TIOS]
-            state[S_TIOS] = 0
-        else:
-            state[S_TIOS] -= k
-        trimmed += k
+    trimmed = _trim_count(state, S_TBYTES, bps, elapsed, hz)
+    trimmed += _trim_count(state, S_TIOS, iops, elapsed, hz)
     if trimmed > 0:
         state[S_TSTART] += elapsed
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _trim_count(state, word, limit, elapsed, hz):
+    """throtl_trim_bps / throtl_trim_iops: take ``elapsed`` jiffies' budget off the count in
+    ``state[word]`` (not below 0); returns how much was taken (0 without a limit)."""
+    if limit <= 0:
+        return 0
+    budget = limit * elapsed // hz
+    if budget <= 0 or state[word] < budget:
+        budget = state[word]
+        state[word] = 0
+    else:
+        state[word] -= budget
+    return budget
 
 
 @njit(cache=True, nogil=True, _nrt=False)
