@@ -70,6 +70,7 @@ class Future(NamedTuple):
     ref0: np.ndarray  # int64[requests]: index of the READ's first demand reference
     ref_end: np.ndarray  # int64[refs]: the last block of the reference's READ
     keys: np.ndarray  # int64[distinct]: the distinct block keys (cache.make_key), sorted
+    ids: np.ndarray  # int64[refs]: index of each reference's key in ``keys``
     occ_first: np.ndarray  # int64[distinct + 1]: key j's references are occ[occ_first[j]:...]
     occ: np.ndarray  # int64[refs]: reference indices grouped by key, ascending within a key
     cache_blocks: int  # C
@@ -90,6 +91,7 @@ class Pending(NamedTuple):
     count: np.ndarray  # int64[N + 1]: Fenwick tree of waiting blocks per position
     total: np.ndarray  # int64[1]: blocks waiting
     undo: np.ndarray  # int64[C + 1]: positions admitted by the read being planned
+    admitted: np.ndarray  # int64[C + 1]: and their blocks
     height: int  # log2(N)
 
 
@@ -176,27 +178,33 @@ def ref_starts(file, offset, count, sizes, bs, n_refs):
 
 
 @njit(cache=True, nogil=True)
-def reach(ids, n_ids, width):
-    """For each reference k, the largest r >= k such that references k+1..r name at most
-    ``width`` distinct blocks (two pointers: the window only moves forward)."""
-    n = ids.shape[0]
-    out = np.empty(n, np.int64)
-    held = np.zeros(n_ids, np.int64)
-    distinct = 0
-    r = 0  # the window is references k+1 .. r-1
-    for k in range(n):
-        if r < k + 1:
-            r = k + 1
-        while r < n and (held[ids[r]] > 0 or distinct < width):
-            if held[ids[r]] == 0:
-                distinct += 1
-            held[ids[r]] += 1
-            r += 1
-        out[k] = r - 1
-        if k + 1 < r:  # reference k+1 leaves the window of k+1's successor
-            j = ids[k + 1]
-            held[j] -= 1
-            if held[j] == 0:
+def reaches(nxt, widths):
+    """For each width w = ``widths[j]`` and reference k, the largest r >= k such that
+    references k+1..r name at most w distinct blocks: out[j, k]. Two pointers per width (the
+    window k+1..r-1 only moves forward); a reference entering the window names a new block
+    iff the block's previous reference is at most k, and the one leaving it (k+1) takes its
+    block out iff the block's next reference is past the window: no per-block counts, so
+    every access is sequential."""
+    n = nxt.shape[0]
+    prev = np.full(n, -1, np.int64)
+    for i in range(n):
+        if nxt[i] < n:
+            prev[nxt[i]] = i
+    out = np.empty((widths.shape[0], n), np.int64)
+    for j in range(widths.shape[0]):
+        w = widths[j]
+        row = out[j]
+        distinct = 0
+        r = 0
+        for k in range(n):
+            if r < k + 1:
+                r = k + 1
+            while r < n and (prev[r] > k or distinct < w):
+                if prev[r] <= k:
+                    distinct += 1
+                r += 1
+            row[k] = r - 1
+            if k + 1 < r and nxt[k + 1] >= r:  # reference k+1 leaves the next window
                 distinct -= 1
     return out
 
@@ -251,11 +259,10 @@ def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_bloc
     ref0, ref_end = ref_starts(np.ascontiguousarray(stream.file), np.ascontiguousarray(
         stream.offset, dtype=np.int64), np.ascontiguousarray(stream.count), sizes,
         np.int64(block_size), np.int64(refs.ids.size))
-    far = np.empty((limits.size, refs.ids.size), np.int64)
-    for j, d in enumerate(limits):
-        far[j] = reach(refs.ids, refs.keys.size, int(d) + 1)
-    return Future(ref0=ref0, ref_end=ref_end, keys=refs.keys, occ_first=occ_first, occ=occ,
-                  cache_blocks=int(cache_blocks), limits=limits, reach=far,
+    far = reaches(refs.nxt, limits + 1)
+    return Future(ref0=ref0, ref_end=ref_end, keys=refs.keys, ids=refs.ids,
+                  occ_first=occ_first, occ=occ, cache_blocks=int(cache_blocks),
+                  limits=limits, reach=far,
                   gap_blocks=int(gap_blocks))
 
 
@@ -276,6 +283,7 @@ def new_pending(future: Future) -> Pending:
     n = 1 << h
     return Pending(np.full(2 * n, _HUGE, np.int64), np.zeros(2 * n, np.int64),
                    np.zeros(n + 1, np.int64), np.zeros(1, np.int64),
+                   np.zeros(future.cache_blocks + 1, np.int64),
                    np.zeros(future.cache_blocks + 1, np.int64), h)
 
 
@@ -294,21 +302,14 @@ def gap_blocks_of(model: Any, block_size: int) -> int:
 # the serve step
 
 
-@njit(nogil=True, _nrt=False)
-def key_index(fut, key):
-    """Index of block ``key`` among the trace's distinct blocks (-1: never demanded)."""
-    keys = fut.keys
-    lo = 0
-    hi = keys.shape[0]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if keys[mid] < key:
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo >= keys.shape[0] or keys[lo] != key:
-        return -1
-    return lo
+@njit(nogil=True, _nrt=False, inline="always")
+def key_at(fut, j, key):
+    """``j`` if it is block ``key``'s index among the trace's distinct blocks, else -1 (the
+    caller walks a file's blocks in order with the index of the first key >= the block's,
+    which moves on by one exactly when it matched)."""
+    if j < fut.keys.shape[0] and fut.keys[j] == key:
+        return j
+    return -1
 
 
 @njit(nogil=True, _nrt=False)
@@ -493,14 +494,13 @@ def issue(world, f, start, last, eof, stamp):
 
 
 @njit(nogil=True, _nrt=False)
-def wanted(c, fut, f, b, k):
-    """Block b of file f as a read-ahead candidate after demand reference k: (its next use,
-    the bound on the distinct blocks demanded before it); use -1 when resident, -2 when
-    never used again or used too late to survive in the cache."""
-    key = C.make_key(f, b)
+def wanted(c, fut, key, j, k):
+    """Block ``key`` (index ``j`` among the trace's distinct blocks, -1: never demanded) as a
+    read-ahead candidate after demand reference k: (its next use, the bound on the distinct
+    blocks demanded before it); use -1 when resident, -2 when never used again or used too
+    late to survive in the cache."""
     if C.lookup(c, key) >= 0:
         return -1, -1
-    j = key_index(fut, key)
     if j < 0:
         return -2, -1
     u = next_use(fut, j, k)
@@ -565,14 +565,21 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
             n_adm = 0  # admitted so far (pd.undo[:n_adm]: their uses)
             kept = 0  # of them, up to far
             b = d_hi + 1
+            j0 = fut.ids[k] + 1  # the first key after this READ's last block
+            jn = j0  # the first key >= block b's
             while b - seen - 1 <= gap and n_adm < pd.undo.shape[0]:
                 if eof_blk >= 0 and b >= eof_blk:
                     break
-                u, d = wanted(c, fut, f, b, k)
+                key = C.make_key(f, b)
+                j = key_at(fut, jn, key)
+                if j >= 0:
+                    jn += 1
+                u, d = wanted(c, fut, key, j, k)
                 if u >= 0:
                     if not admit(pd, fut, k, u, d):
                         break  # it, or a block waiting, would be evicted unused
                     pd.undo[n_adm] = u
+                    pd.admitted[n_adm] = b
                     n_adm += 1
                     seen = b
                     if fut.ref_end[u] > whole:
@@ -598,9 +605,21 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
             for i in range(n_adm - 1, kept - 1, -1):  # admitted, then not read: undone
                 release(pd, pd.undo[i])
                 range_add(pd, k + 1, pd.undo[i], 1)
+            # the blocks admitted up to far are still wanted (inserting others makes none
+            # of them resident); any other block is asked again, as an insert may have
+            # pushed out one that was resident
+            jn = j0
+            p = 0
             for b in range(last + 1, far + 1):
-                if wanted(c, fut, f, b, k)[0] >= 0:
-                    R.insert_block(c, f, b, stamp, d_lo, d_hi, 0, ctr, req)
+                key = C.make_key(f, b)
+                j = key_at(fut, jn, key)
+                if j >= 0:
+                    jn += 1
+                if p < kept and pd.admitted[p] == b:
+                    p += 1
+                elif wanted(c, fut, key, j, k)[0] < 0:
+                    continue
+                R.insert_block(c, f, b, stamp, d_lo, d_hi, 0, ctr, req)
             issue(world, f, start, far, eof, stamp)
     R.end_request(f, off, cnt, fs, req)
     return seq
