@@ -152,78 +152,110 @@ def next_uses(ids, n_ids):
     return nxt
 
 
-@njit(cache=True, nogil=True)
-def _heap_push(keys, vals, size, key, val):
-    """Push (key, val) on the max-heap held in keys[:size], vals[:size]; returns the size."""
-    i = size
-    keys[i] = key
-    vals[i] = val
+# A max-heap of the resident blocks keyed by next use, and each block's place in it (so a
+# block's key changes in place: no stale entries, and the heap stays the cache's size)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def heap_up(hkey, hblk, pos, stride, run, i):
+    """Move entry ``i`` up to its place; ``pos[block * stride + run]``: a block's entry."""
+    key = hkey[i]
+    blk = hblk[i]
     while i > 0:
         parent = (i - 1) >> 1
-        if keys[parent] >= keys[i]:
+        if hkey[parent] >= key:
             break
-        keys[parent], keys[i] = keys[i], keys[parent]
-        vals[parent], vals[i] = vals[i], vals[parent]
+        hkey[i] = hkey[parent]
+        hblk[i] = hblk[parent]
+        pos[hblk[i] * stride + run] = i
         i = parent
-    return size + 1
+    hkey[i] = key
+    hblk[i] = blk
+    pos[blk * stride + run] = i
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def heap_down(hkey, hblk, pos, stride, run, size, i):
+    """Move entry ``i`` down to its place in the heap of ``size`` entries."""
+    key = hkey[i]
+    blk = hblk[i]
+    while True:
+        big = 2 * i + 1
+        if big >= size:
+            break
+        if big + 1 < size and hkey[big + 1] > hkey[big]:
+            big += 1
+        if hkey[big] <= key:
+            break
+        hkey[i] = hkey[big]
+        hblk[i] = hblk[big]
+        pos[hblk[i] * stride + run] = i
+        i = big
+    hkey[i] = key
+    hblk[i] = blk
+    pos[blk * stride + run] = i
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _min_step(hkey, hblk, pos, stride, run, size, capacity, b, key):
+    """Reference to block ``b``, next used at ``key``, in one MIN run: returns (missed, the
+    heap's new size). A resident block's key was this reference's index, the least of all:
+    it only moves up. On a miss with the cache full, the root (used furthest away, or never
+    again: which of those is no matter) makes room."""
+    at = pos[b * stride + run]
+    if at >= 0:
+        hkey[at] = key
+        heap_up(hkey, hblk, pos, stride, run, at)
+        return False, size
+    if capacity <= 0:
+        return True, size
+    if size < capacity:
+        hkey[size] = key
+        hblk[size] = b
+        heap_up(hkey, hblk, pos, stride, run, size)
+        return True, size + 1
+    pos[hblk[0] * stride + run] = -1
+    hkey[0] = key
+    hblk[0] = b
+    heap_down(hkey, hblk, pos, stride, run, size, 0)
+    return True, size
 
 
 @njit(cache=True, nogil=True)
-def _heap_pop(keys, vals, size):
-    """Remove the largest key; returns (key, val, new size)."""
-    key = keys[0]
-    val = vals[0]
-    size -= 1
-    keys[0] = keys[size]
-    vals[0] = vals[size]
-    i = 0
-    while True:
-        big = i
-        left = 2 * i + 1
-        if left < size and keys[left] > keys[big]:
-            big = left
-        if left + 1 < size and keys[left + 1] > keys[big]:
-            big = left + 1
-        if big == i:
-            break
-        keys[big], keys[i] = keys[i], keys[big]
-        vals[big], vals[i] = vals[i], vals[big]
-        i = big
-    return key, val, size
+def belady_runs(ids, nxt, capacity, other, n_ids):
+    """Belady's MIN (on a miss with the cache full, evict the resident block whose next use
+    is furthest in the future) over references ``ids`` (``nxt``: :func:`next_uses`), with
+    ``capacity`` blocks and, in the same pass, with ``other`` blocks (0: not run). Returns
+    (the references at which the first misses, in order; the second's misses)."""
+    n = ids.shape[0]
+    out = np.empty(n, np.int64)
+    m = 0
+    second = 0
+    pos = np.full(2 * n_ids, -1, np.int32)  # block b's entry: pos[2b] first run, pos[2b+1]
+    ka = np.empty(max(min(capacity, n_ids), 1), np.int64)  # the heaps: never above n_ids
+    ba = np.empty(ka.shape[0], np.int64)
+    kb = np.empty(max(min(other, n_ids), 1), np.int64)
+    bb = np.empty(kb.shape[0], np.int64)
+    size_a = 0
+    size_b = 0
+    for i in range(n):
+        b = ids[i]
+        missed, size_a = _min_step(ka, ba, pos, 2, 0, size_a, capacity, b, nxt[i])
+        if missed:
+            out[m] = i
+            m += 1
+        if other > 0:
+            missed, size_b = _min_step(kb, bb, pos, 2, 1, size_b, other, b, nxt[i])
+            second += missed
+    return out[:m], second
 
 
 @njit(cache=True, nogil=True)
 def belady_fetches(ids, nxt, capacity, n_ids):
     """The references at which Belady's MIN with ``capacity`` blocks misses, in order
-    (indices into ``ids``), O(n log n): a max-heap of (next use, block) with lazy deletion (an
-    entry is current while its key is the block's next use and the block is resident). They
-    are also Cao et al.'s *conservative* schedule's fetches (:mod:`seqheur.oracle`)."""
-    n = ids.shape[0]
-    out = np.empty(n, np.int64)
-    m = 0
-    resident = np.zeros(n_ids, np.bool_)
-    next_of = np.zeros(n_ids, np.int64)
-    keys = np.empty(n + 1, np.int64)
-    vals = np.empty(n + 1, np.int64)
-    heap = 0
-    used = 0
-    for i in range(n):
-        b = ids[i]
-        if not resident[b]:
-            out[m] = i
-            m += 1
-            if used >= capacity:
-                while True:  # the resident block used furthest in the future
-                    key, victim, heap = _heap_pop(keys, vals, heap)
-                    if resident[victim] and next_of[victim] == key:
-                        break
-                resident[victim] = False
-                used -= 1
-            resident[b] = True
-            used += 1
-        next_of[b] = nxt[i]
-        heap = _heap_push(keys, vals, heap, nxt[i], b)
-    return out[:m]
+    (indices into ``ids``; :func:`belady_runs`). They are also Cao et al.'s *conservative*
+    schedule's fetches (:mod:`seqheur.oracle`)."""
+    return belady_runs(ids, nxt, capacity, 0, n_ids)[0]
 
 
 @njit(cache=True, nogil=True)
@@ -443,15 +475,20 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
     refs = refs_of(stream, sizes, bs)
     rf, rb, uniq, ids, nxt = refs
     distinct = int(uniq.size)
-    # conservative's fetches are MIN's misses: one pass gives both
-    cons = (conservative_fetches(ids, nxt, np.int64(cap if cap is not None else distinct + 1),
-                                 distinct) if references else None)
-    if cap is None:
-        bel = distinct
-    elif cons is not None:
-        bel = int(cons.size)
-    else:
-        bel = int(belady_misses(ids, nxt, cap, distinct))
+    # one MIN pass gives conservative's fetches (MIN's misses), Belady's misses and those
+    # with the drive's segments added (the re-read term)
+    d = drive_cache_blocks(model, bs) if model is not None else 0
+    cons = None
+    bel = bel_d = distinct
+    if references or (cap is not None and cap < distinct):
+        # a run with every block resident misses each once: not run
+        drive = model is not None and cap is not None and cap + d < distinct
+        fetched, bel_d = belady_runs(
+            ids, nxt, np.int64(cap if cap is not None else distinct + 1),
+            np.int64(cap + d if drive else 0), distinct)
+        cons = fetched if references else None
+        bel = int(fetched.size) if cap is not None else distinct
+        bel_d = int(bel_d) if drive else distinct
     lru = distinct if lru_cache is None else int(C.lru_misses(rf, rb, lru_cache))
     out: dict[str, Any] = {
         "requests": len(stream),
@@ -481,8 +518,6 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
         return out
     terms = disk_bound(model, sizes, uniq >> np.int64(C.KEY_SHIFT),
                        uniq & np.int64((1 << C.KEY_SHIFT) - 1), bs)
-    d = drive_cache_blocks(model, bs)
-    bel_d = distinct if cap is None else int(belady_misses(ids, nxt, cap + d, distinct))
     reread = (bel_d - distinct) * terms.pop("_cheapest_block_s")
     out.update(terms)
     out["drive_cache_blocks"] = d

@@ -58,7 +58,7 @@ from . import cache as C
 from . import engine as E
 from . import readahead as R
 from .disk.model import service_kernel
-from .bound import _heap_pop, _heap_push, belady_fetches, demand_refs, next_uses
+from .bound import belady_fetches, demand_refs, heap_down, heap_up, next_uses
 from .replay import Replayer
 from .streams import ReadStream
 
@@ -690,16 +690,19 @@ def aggressive_fetches(ids, nxt, capacity, n_ids, fetch_time):
     references not in the cache, evicting the block whose next reference is furthest away,
     but only if that reference comes after the fetched block's ("do no harm"). Time: one
     unit per reference served, ``fetch_time`` units per fetch, one fetch at a time.
-    Returns (the reference index each fetch is for, in issue order; elapsed time units)."""
+    Returns (the reference index each fetch is for, in issue order; elapsed time units).
+
+    The resident blocks are a max-heap by next reference with each block's place in it
+    (``bound.heap_up``); a fetch is decided only when none is in flight, so every resident
+    block has arrived and the root is the one to evict (or one never referenced again:
+    which of those is no matter)."""
     n = ids.shape[0]
     out = np.empty(n, np.int64)
     m = 0
-    resident = np.zeros(n_ids, np.bool_)  # in the cache or being fetched into it
+    pos = np.full(n_ids, -1, np.int32)  # a resident (or in flight) block's heap entry
     arrived = np.zeros(n_ids, np.bool_)
-    next_of = np.full(n_ids, n, np.int64)
-    keys = np.empty(2 * n + 1, np.int64)
-    vals = np.empty(2 * n + 1, np.int64)
-    heap = 0
+    hkey = np.empty(max(min(capacity, n_ids), 1), np.int64)
+    hblk = np.empty(hkey.shape[0], np.int64)
     used = 0
     t = 0
     busy_until = 0
@@ -713,41 +716,30 @@ def aggressive_fetches(ids, nxt, capacity, n_ids, fetch_time):
         if flight < 0:
             if q < p:
                 q = p
-            while q < n and resident[ids[q]]:
+            while q < n and pos[ids[q]] >= 0:
                 q += 1
-            if q < n:
-                go = used < capacity
-                if not go:
-                    held = -1  # the block in flight, not a candidate (set aside)
-                    while True:  # the resident block referenced furthest away
-                        key, victim, heap = _heap_pop(keys, vals, heap)
-                        if resident[victim] and next_of[victim] == key:
-                            if arrived[victim]:
-                                break
-                            held = victim
-                    if held >= 0:
-                        heap = _heap_push(keys, vals, heap, next_of[held], held)
-                    if key > q:
-                        resident[victim] = False
-                        arrived[victim] = False
-                        used -= 1
-                        go = True
-                    else:
-                        heap = _heap_push(keys, vals, heap, key, victim)
-                if go:
-                    b = ids[q]
-                    resident[b] = True
+            if q < n and (used < capacity or (used > 0 and hkey[0] > q)):
+                b = ids[q]
+                if used < capacity:
+                    hkey[used] = q
+                    hblk[used] = b
+                    heap_up(hkey, hblk, pos, 1, 0, used)
                     used += 1
-                    next_of[b] = q
-                    heap = _heap_push(keys, vals, heap, q, b)
-                    flight = b
-                    busy_until = t + fetch_time
-                    out[m] = q
-                    m += 1
+                else:  # the root, referenced furthest away (after q), makes room
+                    pos[hblk[0]] = -1
+                    arrived[hblk[0]] = False
+                    hkey[0] = q
+                    hblk[0] = b
+                    heap_down(hkey, hblk, pos, 1, 0, used, 0)
+                flight = b
+                busy_until = t + fetch_time
+                out[m] = q
+                m += 1
         b = ids[p]
-        if resident[b] and (arrived[b] or flight != b):
-            next_of[b] = nxt[p]
-            heap = _heap_push(keys, vals, heap, nxt[p], b)
+        if pos[b] >= 0 and (arrived[b] or flight != b):
+            at = pos[b]  # its key was p, the least: up
+            hkey[at] = nxt[p]
+            heap_up(hkey, hblk, pos, 1, 0, at)
             p += 1
             t += 1
         else:  # stall until the block in flight (this one) arrives
