@@ -75,8 +75,11 @@ class Future(NamedTuple):
     occ: np.ndarray  # int64[refs]: reference indices grouped by key, ascending within a key
     cache_blocks: int  # C
     limits: np.ndarray  # int64[L]: bounds on D, ascending (0 .. C - 1)
-    reach: np.ndarray  # int64[L, refs]: per bound D, the furthest reference with at most
-    # D + 1 distinct blocks after the reference (the block read ahead among them)
+    nxt: np.ndarray  # int64[refs]: the next reference to the same block (refs: none)
+    prev: np.ndarray  # int64[refs]: the previous one (-1: none)
+    window: np.ndarray  # int64[3, L]: per bound, a window of references (advance_reach)
+    reach: np.ndarray  # int64[L]: per bound D, the furthest reference with at most D + 1
+    # distinct blocks after the reference the oracle reads ahead at (the block among them)
     gap_blocks: int  # the longest gap a read covers rather than stop
 
 
@@ -178,35 +181,15 @@ def ref_starts(file, offset, count, sizes, bs, n_refs):
 
 
 @njit(cache=True, nogil=True)
-def reaches(nxt, widths):
-    """For each width w = ``widths[j]`` and reference k, the largest r >= k such that
-    references k+1..r name at most w distinct blocks: out[j, k]. Two pointers per width (the
-    window k+1..r-1 only moves forward); a reference entering the window names a new block
-    iff the block's previous reference is at most k, and the one leaving it (k+1) takes its
-    block out iff the block's next reference is past the window: no per-block counts, so
-    every access is sequential."""
+def prev_uses(nxt):
+    """For each reference, the index of the previous reference to the same block (-1:
+    none), from :func:`seqheur.bound.next_uses`."""
     n = nxt.shape[0]
     prev = np.full(n, -1, np.int64)
     for i in range(n):
         if nxt[i] < n:
             prev[nxt[i]] = i
-    out = np.empty((widths.shape[0], n), np.int64)
-    for j in range(widths.shape[0]):
-        w = widths[j]
-        row = out[j]
-        distinct = 0
-        r = 0
-        for k in range(n):
-            if r < k + 1:
-                r = k + 1
-            while r < n and (prev[r] > k or distinct < w):
-                if prev[r] <= k:
-                    distinct += 1
-                r += 1
-            row[k] = r - 1
-            if k + 1 < r and nxt[k + 1] >= r:  # reference k+1 leaves the next window
-                distinct -= 1
-    return out
+    return prev
 
 
 class Refs(NamedTuple):
@@ -293,10 +276,12 @@ def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_bloc
     ref0, ref_end = ref_starts(np.ascontiguousarray(stream.file), np.ascontiguousarray(
         stream.offset, dtype=np.int64), np.ascontiguousarray(stream.count), sizes,
         np.int64(block_size), np.int64(refs.ids.size))
-    far = reaches(refs.nxt, limits + 1)
+    window = np.zeros((3, limits.size), np.int64)
+    window[0] = -1
     return Future(ref0=ref0, ref_end=ref_end, keys=refs.keys, ids=refs.ids,
                   occ_first=occ_first, occ=occ, cache_blocks=int(cache_blocks),
-                  limits=limits, reach=far,
+                  limits=limits, nxt=refs.nxt, prev=prev_uses(refs.nxt), window=window,
+                  reach=np.zeros(limits.size, np.int64),
                   gap_blocks=int(gap_blocks))
 
 
@@ -362,11 +347,47 @@ def next_use(fut, j, k):
 
 
 @njit(nogil=True, _nrt=False)
-def demand_limit(fut, u, k):
-    """The smallest bound on the distinct blocks demanded after reference ``k`` and before
-    reference ``u`` (the block used at ``u`` excluded), or -1 when above all bounds."""
+def advance_reach(fut, k):
+    """Set ``fut.reach`` for reads ahead after reference ``k``: per bound D, the largest r
+    >= k such that references k+1..r name at most D + 1 distinct blocks. Two pointers per
+    bound, moved only as far as the oracle asks (it asks in trace order; asked for an
+    earlier reference, a window starts over): a window k+1..r-1 keeps its distinct blocks'
+    count; a reference entering it names a new block iff the block's previous reference is
+    at most k, one leaving it takes its block out iff the block's next reference is past
+    the window. Every access is sequential."""
+    n = fut.nxt.shape[0]
+    win = fut.window
     for j in range(fut.limits.shape[0]):
-        if u <= fut.reach[j, k]:
+        width = fut.limits[j] + 1
+        at = win[0, j]
+        r = win[1, j]
+        distinct = win[2, j]
+        if k < at:
+            at = -1
+            r = 0
+            distinct = 0
+        for p in range(at + 1, min(k, r - 1) + 1):  # references at+1..k leave the window
+            if fut.nxt[p] >= r:
+                distinct -= 1
+        if r < k + 1:
+            r = k + 1
+        while r < n and (fut.prev[r] > k or distinct < width):
+            if fut.prev[r] <= k:
+                distinct += 1
+            r += 1
+        fut.reach[j] = r - 1
+        win[0, j] = k
+        win[1, j] = r
+        win[2, j] = distinct
+
+
+@njit(nogil=True, _nrt=False)
+def demand_limit(fut, u):
+    """The smallest bound on the distinct blocks demanded after the reference of the last
+    :func:`advance_reach` and before reference ``u`` (the block used at ``u`` excluded), or
+    -1 when above all bounds."""
+    for j in range(fut.limits.shape[0]):
+        if u <= fut.reach[j]:
             return fut.limits[j]
     return -1
 
@@ -540,7 +561,7 @@ def wanted(c, fut, key, j, k):
     u = next_use(fut, j, k)
     if u < 0:
         return -2, -1
-    d = demand_limit(fut, u, k)
+    d = demand_limit(fut, u)
     if d < 0:
         return -2, -1
     return u, d
@@ -593,6 +614,7 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
         if start >= 0:
             # how far the read could go: the blocks the future needs before eviction
             k = fut.ref0[stamp] + d_hi - d_lo  # this READ's last demand reference
+            advance_reach(fut, k)
             far = last  # the read ends here, or after the last READ it wholly serves
             seen = last  # the last block wanted so far
             whole = -1  # the last block of the READs the wanted blocks serve
