@@ -86,16 +86,22 @@ class Future(NamedTuple):
 class Pending(NamedTuple):
     """The blocks read ahead and not yet used, at the reference of their use: each one's
     *slack* (how many more blocks may still be touched before its use without evicting it)
-    in a segment tree with range add and range minimum (over reference indices; unused
-    positions hold a huge value), and how many wait at each position (a Fenwick tree)."""
+    in a segment tree with range add and range minimum over reference indices (unused
+    positions hold a huge value), which also counts the blocks waiting under each node.
 
-    tmin: np.ndarray  # int64[2N]: node minimum, its own pending add included
-    tadd: np.ndarray  # int64[2N]: add pending at an inner node
-    count: np.ndarray  # int64[N + 1]: Fenwick tree of waiting blocks per position
-    total: np.ndarray  # int64[1]: blocks waiting
+    A read ahead after reference ``k`` asks only about positions past ``k`` (the least
+    slack in ``k+1 .. u-1``, how many wait past ``u > k``), and ``k`` only grows over the
+    trace. So a block that reaches its use is not taken out: its position is at most every
+    later ``k``; its slack is in no range asked about, and it is counted both in its
+    position's count, which no later question reaches either."""
+
+    node: np.ndarray  # int32 (int64 for huge traces) [2N, 4]: per node (root 1, leaves
+    # N..2N-1) the least slack under it, its own pending add included (_MIN); the add
+    # pending for its children (_ADD); the blocks waiting under it (_COUNT); and padding,
+    # so that nodes are 16 bytes and siblings share a cache line
+    huge: int  # the slack of a position where no block waits (above any drift of adds)
     undo: np.ndarray  # int64[C + 1]: positions admitted by the read being planned
     admitted: np.ndarray  # int64[C + 1]: and their blocks
-    height: int  # log2(N)
 
 
 class Drive(NamedTuple):
@@ -294,16 +300,22 @@ def limits_of(cache_blocks: int) -> np.ndarray:
     return np.array(sorted(d for d in want if 0 <= d <= c - 1), np.int64)
 
 
-_HUGE = 1 << 60
+_MIN, _ADD, _COUNT = 0, 1, 2  # Pending.node's columns
 
 
 def new_pending(future: Future) -> Pending:
-    h = max(1, int(future.occ.size).bit_length())
-    n = 1 << h
-    return Pending(np.full(2 * n, _HUGE, np.int64), np.zeros(2 * n, np.int64),
-                   np.zeros(n + 1, np.int64), np.zeros(1, np.int64),
-                   np.zeros(future.cache_blocks + 1, np.int64),
-                   np.zeros(future.cache_blocks + 1, np.int64), h)
+    refs = int(future.occ.size)
+    n = 1 << max(1, refs.bit_length())
+    # a slack is at most C; the adds move a position by at most one per block admitted (at
+    # most one per reference), and a node holds its minimum less the adds above it: with
+    # C + refs < 2^28 all of it, around a huge value of 2^30, fits 32 bits (the tree is then
+    # half the size: what it costs is its cache misses)
+    small = future.cache_blocks + refs < 1 << 28
+    huge = 1 << 30 if small else 1 << 60
+    node = np.zeros((2 * n, 4), np.int32 if small else np.int64)
+    node[:, _MIN] = huge
+    return Pending(node, huge, np.zeros(future.cache_blocks + 1, np.int64),
+                   np.zeros(future.cache_blocks + 1, np.int64))
 
 
 def gap_blocks_of(model: Any, block_size: int) -> int:
@@ -392,103 +404,96 @@ def demand_limit(fut, u):
     return -1
 
 
-# segment tree with range add and range minimum (iterative: an inner node keeps the add of
-# its whole range, counted in its minimum; a query pushes the adds above its ends down)
+# segment tree with range add and range minimum, bottom-up and without pushing adds down:
+# an inner node keeps the add of its whole range (_ADD), counted in its own minimum (_MIN),
+# so a node's true minimum is its _MIN plus the adds of its ancestors
 
 
 @njit(nogil=True, _nrt=False, inline="always")
-def _apply(pd, p, v, n):
-    pd.tmin[p] += v
+def _apply(node, p, v, n):
+    node[p, _MIN] += v
     if p < n:
-        pd.tadd[p] += v
+        node[p, _ADD] += v
+
+
+@njit(nogil=True, _nrt=False, inline="always")
+def _pull(node, p):
+    node[p, _MIN] = min(node[2 * p, _MIN], node[2 * p + 1, _MIN]) + node[p, _ADD]
 
 
 @njit(nogil=True, _nrt=False)
-def _build(pd, p):
+def _build(node, p):
     while p > 1:
         p >>= 1
-        pd.tmin[p] = min(pd.tmin[2 * p], pd.tmin[2 * p + 1]) + pd.tadd[p]
+        _pull(node, p)
 
 
 @njit(nogil=True, _nrt=False)
-def _push(pd, p, n):
-    for s in range(pd.height, 0, -1):
-        i = p >> s
-        if pd.tadd[i] != 0:
-            _apply(pd, 2 * i, pd.tadd[i], n)
-            _apply(pd, 2 * i + 1, pd.tadd[i], n)
-            pd.tadd[i] = 0
+def _above(node, p):
+    """The adds pending above node ``p`` (its ancestors')."""
+    s = np.int64(0)
+    while p > 1:
+        p >>= 1
+        s += node[p, _ADD]
+    return s
 
 
 @njit(nogil=True, _nrt=False)
 def range_add(pd, lo, hi, v):
     """Add ``v`` to the slack of every position in [lo, hi)."""
-    n = pd.tmin.shape[0] >> 1
+    node = pd.node
+    n = node.shape[0] >> 1
     if lo >= hi:
         return
     a = lo + n
     b = hi + n
     while a < b:
         if a & 1:
-            _apply(pd, a, v, n)
+            _apply(node, a, v, n)
             a += 1
         if b & 1:
             b -= 1
-            _apply(pd, b, v, n)
+            _apply(node, b, v, n)
         a >>= 1
         b >>= 1
-    _build(pd, lo + n)
-    _build(pd, hi + n - 1)
+    _build(node, lo + n)
+    _build(node, hi + n - 1)
 
 
 @njit(nogil=True, _nrt=False)
 def range_min(pd, lo, hi):
-    """The smallest slack in [lo, hi) (huge when no block waits there)."""
-    n = pd.tmin.shape[0] >> 1
-    if lo >= hi:
-        return _HUGE
+    """The smallest slack in [lo, hi) (huge when no block waits there), lo < hi. The nodes
+    taken on the left all lie under the node left of ``a`` one level up, those on the right
+    under ``b``: each side adds the add of that one node per level, then of its
+    ancestors."""
+    node = pd.node
+    n = node.shape[0] >> 1
     a = lo + n
     b = hi + n
-    _push(pd, a, n)
-    _push(pd, b - 1, n)
-    res = _HUGE
+    left = pd.huge
+    right = pd.huge
     while a < b:
         if a & 1:
-            res = min(res, pd.tmin[a])
+            left = min(left, node[a, _MIN])
             a += 1
         if b & 1:
             b -= 1
-            res = min(res, pd.tmin[b])
+            right = min(right, node[b, _MIN])
         a >>= 1
         b >>= 1
-    return res
+        left += node[a - 1, _ADD]
+        right += node[b, _ADD]
+    return min(left + _above(node, a - 1), right + _above(node, b))
 
 
 @njit(nogil=True, _nrt=False)
-def _set(pd, pos, v):
-    n = pd.tmin.shape[0] >> 1
-    p = pos + n
-    _push(pd, p, n)
-    pd.tmin[p] = v
-    _build(pd, p)
-
-
-@njit(nogil=True, _nrt=False)
-def _count_add(pd, pos, v):
-    i = pos + 1
-    while i < pd.count.shape[0]:
-        pd.count[i] += v
-        i += i & -i
-
-
-@njit(nogil=True, _nrt=False)
-def _count_upto(pd, pos):
-    """Blocks waiting at positions 0..pos."""
-    i = pos + 1
-    s = 0
-    while i > 0:
-        s += pd.count[i]
-        i -= i & -i
+def _waiting_after(node, p):
+    """Blocks waiting at positions after leaf ``p``: the right siblings up its path."""
+    s = np.int64(0)
+    while p > 1:
+        if p & 1 == 0:
+            s += node[p + 1, _COUNT]
+        p >>= 1
     return s
 
 
@@ -498,22 +503,54 @@ def admit(pd, fut, k, u, d):
     blocks demanded in between, if no block read ahead is evicted unused for it: its own
     slack (``C - 1 - d`` less the blocks waiting for a later use) and that of every waiting
     block used before it (each of which it pushes down the LRU list) must stay >= 0."""
-    slack = fut.cache_blocks - 1 - d - (pd.total[0] - _count_upto(pd, u))
-    if slack < 0 or range_min(pd, k + 1, u) < 1:
+    node = pd.node
+    n = node.shape[0] >> 1
+    p = u + n
+    slack = fut.cache_blocks - 1 - d - _waiting_after(node, p)
+    if slack < 0:
         return False
-    range_add(pd, k + 1, u, -1)
-    _set(pd, u, slack)
-    _count_add(pd, u, 1)
-    pd.total[0] += 1
+    if k + 1 < u:
+        if range_min(pd, k + 1, u) < 1:
+            return False
+        a = k + 1 + n
+        b = p
+        while a < b:
+            if a & 1:
+                _apply(node, a, -1, n)
+                a += 1
+            if b & 1:
+                b -= 1
+                _apply(node, b, -1, n)
+            a >>= 1
+            b >>= 1
+        _build(node, k + 1 + n)
+    # the leaf holds its slack less the adds above it; leaf u-1's rebuild is due: both
+    # paths go up together
+    node[p, _MIN] = slack - _above(node, p)
+    node[p, _COUNT] += 1
+    q = p - 1 if k + 1 < u else p
+    while p > 1:
+        p >>= 1
+        q >>= 1
+        node[p, _COUNT] += 1
+        _pull(node, p)
+        if q != p:
+            _pull(node, q)
     return True
 
 
 @njit(nogil=True, _nrt=False)
 def release(pd, u):
-    """The block waiting for its use at ``u`` is used (or was lost)."""
-    _set(pd, u, _HUGE)
-    _count_add(pd, u, -1)
-    pd.total[0] -= 1
+    """The block admitted at ``u`` is not read after all."""
+    node = pd.node
+    n = node.shape[0] >> 1
+    p = u + n
+    node[p, _MIN] = pd.huge - _above(node, p)
+    node[p, _COUNT] -= 1
+    while p > 1:
+        p >>= 1
+        node[p, _COUNT] -= 1
+        _pull(node, p)
 
 
 @njit(nogil=True, _nrt=False)
@@ -591,17 +628,15 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
         start = -1  # first block of the read being built (-1: none)
         last = -1  # its last block that has to be read
         pd = world.pending
-        k0 = fut.ref0[stamp] - d_lo  # + b: block b's demand reference
         for b in range(d_lo, d_hi + 1):
             key = C.make_key(f, b)
             e = C.lookup(c, key)
+            # a block read ahead that reaches its use (or was lost) stops waiting with
+            # nothing to undo: its position is at most every later read's reference k, and
+            # the Pending trees are only asked about positions past k (:class:`Pending`)
             if e >= 0:
-                if C.flags(c, e) & C.F_PF:  # a block read ahead reaches its use
-                    release(pd, k0 + b)
                 R.visit_resident(c, e, stamp, f, b, fs, ctr, lost, req)
                 continue
-            if c.meta[C.M_EVICT_UNUSED] > 0 and C.ghost_of(c, key) >= 0:
-                release(pd, k0 + b)  # read ahead and lost (not expected): stop waiting
             R.count_miss(c, -1, f, b, fs, ctr, lost, req)
             e = R.insert_block(c, f, b, stamp, d_lo, d_hi, 0, ctr, req)
             R.demand_use(c, e, ctr)
