@@ -102,6 +102,8 @@ class Pending(NamedTuple):
     huge: int  # the slack of a position where no block waits (above any drift of adds)
     undo: np.ndarray  # int64[C + 1]: positions admitted by the read being planned
     admitted: np.ndarray  # int64[C + 1]: and their blocks
+    slack: np.ndarray  # int64[C + 1]: and their slacks, while not yet in the tree (commit)
+    paths: np.ndarray  # int64[3C + 5]: scratch: the leaves whose paths commit rebuilds
 
 
 class Drive(NamedTuple):
@@ -314,8 +316,9 @@ def new_pending(future: Future) -> Pending:
     huge = 1 << 30 if small else 1 << 60
     node = np.zeros((2 * n, 4), np.int32 if small else np.int64)
     node[:, _MIN] = huge
-    return Pending(node, huge, np.zeros(future.cache_blocks + 1, np.int64),
-                   np.zeros(future.cache_blocks + 1, np.int64))
+    c = future.cache_blocks
+    return Pending(node, huge, np.zeros(c + 1, np.int64), np.zeros(c + 1, np.int64),
+                   np.zeros(c + 1, np.int64), np.zeros(3 * c + 5, np.int64))
 
 
 def gap_blocks_of(model: Any, block_size: int) -> int:
@@ -540,6 +543,80 @@ def admit(pd, fut, k, u, d):
 
 
 @njit(nogil=True, _nrt=False)
+def admit_deferred(pd, fut, k, u, d, i, least):
+    """:func:`admit` for the ``i``-th block read ahead after reference ``k`` when the
+    blocks admitted before it (uses ``pd.undo[:i]``, ascending) are used before ``u`` and
+    are not in the tree yet (:func:`commit`): the tree is as before them and ``least`` is
+    the least slack over positions k+1..pd.undo[i-1] with them counted (huge for i = 0).
+    Past pd.undo[i-1] none of them changes a slack nor waits, so the tree answers for
+    pd.undo[i-1]+1..u-1 and for the blocks waiting after u. Returns (admitted, the new
+    least)."""
+    node = pd.node
+    n = node.shape[0] >> 1
+    slack = fut.cache_blocks - 1 - d - _waiting_after(node, u + n)
+    if slack < 0:
+        return False, least
+    lo = pd.undo[i - 1] + 1 if i > 0 else k + 1
+    if lo < u:
+        least = min(least, range_min(pd, lo, u))
+    if k + 1 < u and least < 1:
+        return False, least
+    pd.slack[i] = slack
+    return True, min(least - 1, slack)
+
+
+@njit(nogil=True, _nrt=False)
+def commit(pd, k, m):
+    """Put the first ``m`` blocks admitted by :func:`admit_deferred` in the tree as ``m``
+    admits in turn would have: the positions between k+1 and the first one's use lose m,
+    those between the i-th's and the next's m - 1 - i, the i-th block waits with its slack
+    less m - 1 - i; then the paths above the ends of those ranges and above the blocks are
+    rebuilt once, level by level (they merge on the way up)."""
+    if m == 0:
+        return
+    node = pd.node
+    n = node.shape[0] >> 1
+    leaves = pd.paths
+    w = 0
+    lo = k + 1
+    for i in range(m):
+        u = pd.undo[i]
+        if lo < u:
+            a = lo + n
+            b = u + n
+            while a < b:
+                if a & 1:
+                    _apply(node, a, i - m, n)
+                    a += 1
+                if b & 1:
+                    b -= 1
+                    _apply(node, b, i - m, n)
+                a >>= 1
+                b >>= 1
+            leaves[w] = lo + n
+            leaves[w + 1] = u - 1 + n
+            w += 2
+        p = u + n  # no range above touches its path: its adds are final
+        node[p, _MIN] = pd.slack[i] - (m - 1 - i) - _above(node, p)
+        node[p, _COUNT] += 1
+        leaves[w] = p
+        w += 1
+        lo = u + 1
+    while leaves[0] > 1:  # ascending, so equal parents are neighbours
+        top = 0
+        for r in range(w):
+            q = leaves[r] >> 1
+            if top == 0 or leaves[top - 1] != q:
+                leaves[top] = q
+                top += 1
+        w = top
+        for r in range(w):
+            q = leaves[r]
+            _pull(node, q)
+            node[q, _COUNT] = node[2 * q, _COUNT] + node[2 * q + 1, _COUNT]
+
+
+@njit(nogil=True, _nrt=False)
 def release(pd, u):
     """The block admitted at ``u`` is not read after all."""
     node = pd.node
@@ -655,6 +732,10 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
             whole = -1  # the last block of the READs the wanted blocks serve
             n_adm = 0  # admitted so far (pd.undo[:n_adm]: their uses)
             kept = 0  # of them, up to far
+            # while they are used in the order they are admitted, admitted blocks go in the
+            # tree only once the read is decided (admit_deferred, commit)
+            deferred = True
+            least = pd.huge
             b = d_hi + 1
             j0 = fut.ids[k] + 1  # the first key after this READ's last block
             jn = j0  # the first key >= block b's
@@ -667,7 +748,14 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                     jn += 1
                 u, d = wanted(c, fut, key, j, k)
                 if u >= 0:
-                    if not admit(pd, fut, k, u, d):
+                    if deferred and n_adm > 0 and u < pd.undo[n_adm - 1]:
+                        commit(pd, k, n_adm)  # out of order: the rest one at a time
+                        deferred = False
+                    if deferred:
+                        ok, least = admit_deferred(pd, fut, k, u, d, n_adm, least)
+                    else:
+                        ok = admit(pd, fut, k, u, d)
+                    if not ok:
                         break  # it, or a block waiting, would be evicted unused
                     pd.undo[n_adm] = u
                     pd.admitted[n_adm] = b
@@ -693,9 +781,12 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                 if far_s > near_s + rest_s:
                     far = last
                     kept = 0
-            for i in range(n_adm - 1, kept - 1, -1):  # admitted, then not read: undone
-                release(pd, pd.undo[i])
-                range_add(pd, k + 1, pd.undo[i], 1)
+            if deferred:  # the blocks admitted, then not read, never went in
+                commit(pd, k, kept)
+            else:
+                for i in range(n_adm - 1, kept - 1, -1):  # admitted, then not read: undone
+                    release(pd, pd.undo[i])
+                    range_add(pd, k + 1, pd.undo[i], 1)
             # the blocks admitted up to far are still wanted (inserting others makes none
             # of them resident); any other block is asked again, as an insert may have
             # pushed out one that was resident
