@@ -68,11 +68,11 @@ class Future(NamedTuple):
     demanded block, READ by READ in trace order, as :func:`seqheur.bound.demand_refs`)."""
 
     ref0: np.ndarray  # int64[requests]: index of the READ's first demand reference
-    ref_end: np.ndarray  # int64[refs]: the last block of the reference's READ
     keys: np.ndarray  # int64[distinct]: the distinct block keys (cache.make_key), sorted
     ids: np.ndarray  # int64[refs]: index of each reference's key in ``keys``
     occ_first: np.ndarray  # int64[distinct + 1]: key j's references are occ[occ_first[j]:...]
     occ: np.ndarray  # int64[refs]: reference indices grouped by key, ascending within a key
+    occ_end: np.ndarray  # int64[refs]: for each of them, the last block of its READ
     cache_blocks: int  # C
     limits: np.ndarray  # int64[L]: bounds on D, ascending (0 .. C - 1)
     nxt: np.ndarray  # int64[refs]: the next reference to the same block (refs: none)
@@ -286,8 +286,8 @@ def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_bloc
         np.int64(block_size), np.int64(refs.ids.size))
     window = np.zeros((3, limits.size), np.int64)
     window[0] = -1
-    return Future(ref0=ref0, ref_end=ref_end, keys=refs.keys, ids=refs.ids,
-                  occ_first=occ_first, occ=occ, cache_blocks=int(cache_blocks),
+    return Future(ref0=ref0, keys=refs.keys, ids=refs.ids, occ_first=occ_first, occ=occ,
+                  occ_end=ref_end[occ], cache_blocks=int(cache_blocks),
                   limits=limits, nxt=refs.nxt, prev=prev_uses(refs.nxt), window=window,
                   reach=np.zeros(limits.size, np.int64),
                   gap_blocks=int(gap_blocks))
@@ -348,7 +348,8 @@ def key_at(fut, j, key):
 
 @njit(nogil=True, _nrt=False)
 def next_use(fut, j, k):
-    """The first demand reference of distinct block ``j`` after reference ``k`` (-1: none)."""
+    """Where in ``fut.occ`` the first demand reference of distinct block ``j`` after
+    reference ``k`` is (-1: none)."""
     end = fut.occ_first[j + 1]
     a = fut.occ_first[j]
     b = end
@@ -358,7 +359,7 @@ def next_use(fut, j, k):
             a = mid + 1
         else:
             b = mid
-    return fut.occ[a] if a < end else -1
+    return a if a < end else -1
 
 
 @njit(nogil=True, _nrt=False)
@@ -465,28 +466,31 @@ def range_add(pd, lo, hi, v):
 
 @njit(nogil=True, _nrt=False)
 def range_min(pd, lo, hi):
-    """The smallest slack in [lo, hi) (huge when no block waits there), lo < hi. The nodes
-    taken on the left all lie under the node left of ``a`` one level up, those on the right
-    under ``b``: each side adds the add of that one node per level, then of its
-    ancestors."""
+    """The smallest slack in [lo, hi) (huge when no block waits there), lo < hi, and how
+    many blocks wait there. The nodes taken on the left all lie under the node left of
+    ``a`` one level up, those on the right under ``b``: each side adds the add of that one
+    node per level, then of its ancestors."""
     node = pd.node
     n = node.shape[0] >> 1
     a = lo + n
     b = hi + n
     left = pd.huge
     right = pd.huge
+    waiting = np.int64(0)
     while a < b:
         if a & 1:
             left = min(left, node[a, _MIN])
+            waiting += node[a, _COUNT]
             a += 1
         if b & 1:
             b -= 1
             right = min(right, node[b, _MIN])
+            waiting += node[b, _COUNT]
         a >>= 1
         b >>= 1
         left += node[a - 1, _ADD]
         right += node[b, _ADD]
-    return min(left + _above(node, a - 1), right + _above(node, b))
+    return min(left + _above(node, a - 1), right + _above(node, b)), waiting
 
 
 @njit(nogil=True, _nrt=False)
@@ -513,7 +517,7 @@ def admit(pd, fut, k, u, d):
     if slack < 0:
         return False
     if k + 1 < u:
-        if range_min(pd, k + 1, u) < 1:
+        if range_min(pd, k + 1, u)[0] < 1:
             return False
         a = k + 1 + n
         b = p
@@ -543,26 +547,38 @@ def admit(pd, fut, k, u, d):
 
 
 @njit(nogil=True, _nrt=False)
-def admit_deferred(pd, fut, k, u, d, i, least):
+def admit_deferred(pd, fut, k, u, d, i, least, after):
     """:func:`admit` for the ``i``-th block read ahead after reference ``k`` when the
     blocks admitted before it (uses ``pd.undo[:i]``, ascending) are used before ``u`` and
-    are not in the tree yet (:func:`commit`): the tree is as before them and ``least`` is
-    the least slack over positions k+1..pd.undo[i-1] with them counted (huge for i = 0).
-    Past pd.undo[i-1] none of them changes a slack nor waits, so the tree answers for
-    pd.undo[i-1]+1..u-1 and for the blocks waiting after u. Returns (admitted, the new
-    least)."""
+    are not in the tree yet (:func:`commit`): the tree is as before them, ``least`` is the
+    least slack over positions k+1..pd.undo[i-1] with them counted (huge for i = 0) and
+    ``after`` the blocks the tree has waiting after pd.undo[i-1]. Past pd.undo[i-1] none of
+    them changes a slack nor waits, so the tree answers for pd.undo[i-1]+1..u. Returns
+    (admitted, the new least, the blocks waiting after u)."""
     node = pd.node
     n = node.shape[0] >> 1
-    slack = fut.cache_blocks - 1 - d - _waiting_after(node, u + n)
+    p = u + n
+    if i == 0:
+        lo = k + 1
+        after = _waiting_after(node, p)
+        found = pd.huge
+        if lo < u:
+            found = range_min(pd, lo, u)[0]
+    else:
+        lo = pd.undo[i - 1] + 1
+        found = pd.huge
+        if lo < u:
+            found, between = range_min(pd, lo, u)
+            after -= between
+        after -= node[p, _COUNT]
+    slack = fut.cache_blocks - 1 - d - after
     if slack < 0:
-        return False, least
-    lo = pd.undo[i - 1] + 1 if i > 0 else k + 1
-    if lo < u:
-        least = min(least, range_min(pd, lo, u))
+        return False, least, after
+    least = min(least, found)
     if k + 1 < u and least < 1:
-        return False, least
+        return False, least, after
     pd.slack[i] = slack
-    return True, min(least - 1, slack)
+    return True, min(least - 1, slack), after
 
 
 @njit(nogil=True, _nrt=False)
@@ -666,19 +682,20 @@ def issue(world, f, start, last, eof, stamp):
 def wanted(c, fut, key, j, k):
     """Block ``key`` (index ``j`` among the trace's distinct blocks, -1: never demanded) as a
     read-ahead candidate after demand reference k: (its next use, the bound on the distinct
-    blocks demanded before it); use -1 when resident, -2 when never used again or used too
-    late to survive in the cache."""
+    blocks demanded before it, the last block of the READ of that use); use -1 when
+    resident, -2 when never used again or used too late to survive in the cache."""
     if C.lookup(c, key) >= 0:
-        return -1, -1
+        return -1, -1, -1
     if j < 0:
-        return -2, -1
-    u = next_use(fut, j, k)
-    if u < 0:
-        return -2, -1
+        return -2, -1, -1
+    x = next_use(fut, j, k)
+    if x < 0:
+        return -2, -1, -1
+    u = fut.occ[x]
     d = demand_limit(fut, u)
     if d < 0:
-        return -2, -1
-    return u, d
+        return -2, -1, -1
+    return u, d, fut.occ_end[x]
 
 
 @njit(nogil=True, _nrt=False)
@@ -736,6 +753,7 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
             # tree only once the read is decided (admit_deferred, commit)
             deferred = True
             least = pd.huge
+            after = np.int64(0)
             b = d_hi + 1
             j0 = fut.ids[k] + 1  # the first key after this READ's last block
             jn = j0  # the first key >= block b's
@@ -746,13 +764,14 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                 j = key_at(fut, jn, key)
                 if j >= 0:
                     jn += 1
-                u, d = wanted(c, fut, key, j, k)
+                u, d, end = wanted(c, fut, key, j, k)
                 if u >= 0:
                     if deferred and n_adm > 0 and u < pd.undo[n_adm - 1]:
                         commit(pd, k, n_adm)  # out of order: the rest one at a time
                         deferred = False
                     if deferred:
-                        ok, least = admit_deferred(pd, fut, k, u, d, n_adm, least)
+                        ok, least, after = admit_deferred(pd, fut, k, u, d, n_adm, least,
+                                                          after)
                     else:
                         ok = admit(pd, fut, k, u, d)
                     if not ok:
@@ -761,8 +780,8 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                     pd.admitted[n_adm] = b
                     n_adm += 1
                     seen = b
-                    if fut.ref_end[u] > whole:
-                        whole = fut.ref_end[u]
+                    if end > whole:
+                        whole = end
                 elif u == -2 and b <= whole:
                     break  # a READ this read would serve in part only: no read saved
                 if b >= whole and seen > far:
