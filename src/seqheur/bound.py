@@ -197,28 +197,49 @@ def heap_down(hkey, hblk, pos, stride, run, size, i):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _min_step(hkey, hblk, pos, stride, run, size, capacity, b, key):
-    """Reference to block ``b``, next used at ``key``, in one MIN run: returns (missed, the
-    heap's new size). A resident block's key was this reference's index, the least of all:
-    it only moves up. On a miss with the cache full, the root (used furthest away, or never
-    again: which of those is no matter) makes room."""
+def _min_step(hkey, hblk, pos, stride, run, size, capacity, dead, ndead, b, i, key, never):
+    """Reference ``i`` to block ``b``, next used at ``key`` (``never``: not again), in one
+    MIN run: returns (missed, the heap's new size, the number of dead blocks).
+
+    A block used again has that use as its key; a resident block's key was this
+    reference's index, the least of all, so it only moves up. A block not used again is
+    *dead*: it goes on the stack ``dead`` and keeps in the heap the index of its last
+    reference, below every live key, so the root is the live block used furthest away. On
+    a miss with the cache full, a dead block makes room if there is one (any block never
+    used again is as good as another), else the root."""
     at = pos[b * stride + run]
     if at >= 0:
-        hkey[at] = key
-        heap_up(hkey, hblk, pos, stride, run, at)
-        return False, size
+        if key == never:
+            dead[ndead] = b
+            ndead += 1
+        else:
+            hkey[at] = key
+            heap_up(hkey, hblk, pos, stride, run, at)
+        return False, size, ndead
     if capacity <= 0:
-        return True, size
+        return True, size, ndead
+    own = key if key != never else i
     if size < capacity:
-        hkey[size] = key
+        hkey[size] = own
         hblk[size] = b
         heap_up(hkey, hblk, pos, stride, run, size)
-        return True, size + 1
-    pos[hblk[0] * stride + run] = -1
-    hkey[0] = key
-    hblk[0] = b
-    heap_down(hkey, hblk, pos, stride, run, size, 0)
-    return True, size
+        size += 1
+    elif ndead > 0:  # its place, whose key was an earlier reference's index: up only
+        ndead -= 1
+        at = pos[dead[ndead] * stride + run]
+        pos[dead[ndead] * stride + run] = -1
+        hkey[at] = own
+        hblk[at] = b
+        heap_up(hkey, hblk, pos, stride, run, at)
+    else:
+        pos[hblk[0] * stride + run] = -1
+        hkey[0] = own
+        hblk[0] = b
+        heap_down(hkey, hblk, pos, stride, run, size, 0)
+    if key == never:
+        dead[ndead] = b
+        ndead += 1
+    return True, size, ndead
 
 
 @njit(cache=True, nogil=True)
@@ -234,18 +255,21 @@ def belady_runs(ids, nxt, capacity, other, n_ids):
     pos = np.full(2 * n_ids, -1, np.int32)  # block b's entry: pos[2b] first run, pos[2b+1]
     ka = np.empty(max(min(capacity, n_ids), 1), np.int64)  # the heaps: never above n_ids
     ba = np.empty(ka.shape[0], np.int64)
+    da = np.empty(ka.shape[0], np.int64)
     kb = np.empty(max(min(other, n_ids), 1), np.int64)
     bb = np.empty(kb.shape[0], np.int64)
-    size_a = 0
-    size_b = 0
+    db = np.empty(kb.shape[0], np.int64)
+    size_a = size_b = dead_a = dead_b = 0
     for i in range(n):
         b = ids[i]
-        missed, size_a = _min_step(ka, ba, pos, 2, 0, size_a, capacity, b, nxt[i])
+        missed, size_a, dead_a = _min_step(ka, ba, pos, 2, 0, size_a, capacity, da, dead_a,
+                                           b, i, nxt[i], n)
         if missed:
             out[m] = i
             m += 1
         if other > 0:
-            missed, size_b = _min_step(kb, bb, pos, 2, 1, size_b, other, b, nxt[i])
+            missed, size_b, dead_b = _min_step(kb, bb, pos, 2, 1, size_b, other, db, dead_b,
+                                               b, i, nxt[i], n)
             second += missed
     return out[:m], second
 

@@ -894,9 +894,10 @@ def aggressive_fetches(ids, nxt, capacity, n_ids, fetch_time):
     Returns (the reference index each fetch is for, in issue order; elapsed time units).
 
     The resident blocks are a max-heap by next reference with each block's place in it
-    (``bound.heap_up``); a fetch is decided only when none is in flight, so every resident
-    block has arrived and the root is the one to evict (or one never referenced again:
-    which of those is no matter)."""
+    (``bound.heap_up``), those never referenced again on a stack, keeping the index of
+    their last reference as their key (as ``bound._min_step``); a fetch is decided only
+    when none is in flight, so every resident block has arrived and the one to evict is a
+    block never referenced again if any (which of those is no matter), else the root."""
     n = ids.shape[0]
     out = np.empty(n, np.int64)
     m = 0
@@ -904,6 +905,8 @@ def aggressive_fetches(ids, nxt, capacity, n_ids, fetch_time):
     arrived = np.zeros(n_ids, np.bool_)
     hkey = np.empty(max(min(capacity, n_ids), 1), np.int64)
     hblk = np.empty(hkey.shape[0], np.int64)
+    dead = np.empty(hkey.shape[0], np.int64)
+    ndead = 0
     used = 0
     t = 0
     busy_until = 0
@@ -919,13 +922,21 @@ def aggressive_fetches(ids, nxt, capacity, n_ids, fetch_time):
                 q = p
             while q < n and pos[ids[q]] >= 0:
                 q += 1
-            if q < n and (used < capacity or (used > 0 and hkey[0] > q)):
+            if q < n and (used < capacity or ndead > 0 or (used > 0 and hkey[0] > q)):
                 b = ids[q]
                 if used < capacity:
                     hkey[used] = q
                     hblk[used] = b
                     heap_up(hkey, hblk, pos, 1, 0, used)
                     used += 1
+                elif ndead > 0:  # its place, keyed by an earlier reference: up only
+                    ndead -= 1
+                    at = pos[dead[ndead]]
+                    pos[dead[ndead]] = -1
+                    arrived[dead[ndead]] = False
+                    hkey[at] = q
+                    hblk[at] = b
+                    heap_up(hkey, hblk, pos, 1, 0, at)
                 else:  # the root, referenced furthest away (after q), makes room
                     pos[hblk[0]] = -1
                     arrived[hblk[0]] = False
@@ -938,9 +949,12 @@ def aggressive_fetches(ids, nxt, capacity, n_ids, fetch_time):
                 m += 1
         b = ids[p]
         if pos[b] >= 0 and (arrived[b] or flight != b):
-            at = pos[b]  # its key was p, the least: up
-            hkey[at] = nxt[p]
-            heap_up(hkey, hblk, pos, 1, 0, at)
+            if nxt[p] == n:  # dead, its key stays p
+                dead[ndead] = b
+                ndead += 1
+            else:  # its key was p, the least: up
+                hkey[pos[b]] = nxt[p]
+                heap_up(hkey, hblk, pos, 1, 0, pos[b])
             p += 1
             t += 1
         else:  # stall until the block in flight (this one) arrives
