@@ -31,15 +31,17 @@ trace order, it
 now survives to its use iff fewer than ``C`` other distinct blocks are touched in between.
 Those are the demand references in between (``D`` distinct blocks, the block itself
 excluded; bounded from above by the smallest of a few limits, :func:`limits_of`, with
-``reach``: per limit and demand reference, the furthest later reference with at most
-``limit + 1`` distinct blocks after it, two pointers over the reference string) and the blocks
-read ahead that are inserted before its use and used only after it (a block read ahead and
-used before it is one of the ``D``). So each block read ahead has a *slack*, ``C - 1 - D``
-less those blocks; a block is read ahead only if its own slack is >= 0 and every waiting
-block used before it (which it pushes down the LRU list) has slack >= 1, which it then
-spends (:class:`Pending`: a segment tree over reference indices, range add and range
-minimum, and a Fenwick tree counting the blocks waiting for a later use). Every block read
-ahead is therefore used before the cache evicts it. A demand block of another reader may be
+``reach``: per limit, the furthest reference with at most ``limit + 1`` distinct blocks
+after the reference read ahead at, two pointers per limit that move forward with the trace,
+:func:`advance_reach`) and the blocks read ahead that are inserted before its use and used
+only after it (a block read ahead and used before it is one of the ``D``). So each block
+read ahead has a *slack*, ``C - 1 - D`` less those blocks; a block is read ahead only if its
+own slack is >= 0 and every waiting block used before it (which it pushes down the LRU
+list) has slack >= 1, which it then spends (:class:`Pending`: a segment tree over reference
+indices with range add, range minimum and the count of blocks waiting under each node;
+the blocks of one read admitted in the order of their use go in together once the read is
+decided, :func:`commit`). Every block read ahead is therefore used before the cache evicts
+it. A demand block of another reader may be
 pushed out: the oracle does not protect re-references, which Belady-style eviction would.
 
 It is a constructive schedule, not a proven optimum: docs/bound.md lists where a detector
