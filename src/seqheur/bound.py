@@ -368,9 +368,54 @@ def distance_cost(model: Any) -> tuple[Callable[[np.ndarray], np.ndarray], str]:
     return (lambda d: np.minimum(np.asarray(d, np.float64) / r, pmin)), "min-positioning"
 
 
-def _zone_of(zone_start: np.ndarray, addr: np.ndarray) -> np.ndarray:
-    z = np.searchsorted(zone_start, addr, side="right") - 1
-    return np.maximum(z, 0)
+@njit(cache=True, nogil=True, _nrt=False)
+def _zone_of(zone_start, addr):
+    """The zone of disk address ``addr`` (the last zone starting at or before it; 0 before
+    the first)."""
+    lo = 0
+    hi = zone_start.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if zone_start[mid] <= addr:
+            lo = mid + 1
+        else:
+            hi = mid
+    return max(lo - 1, 0)
+
+
+@njit(cache=True, nogil=True)
+def _transfer(addr, ln, base, owner, n_blocks, bs, longest, ra, zone_start, span_max):
+    """Term 1 of the module docstring: per piece, its bytes at the fastest rate of the zones
+    a read covering it may start in (``span_max[first, last]``: the fastest of zones first
+    to last), and per block the sum of its pieces'."""
+    piece_s = np.empty(addr.shape[0])
+    block_s = np.zeros(n_blocks)
+    for i in range(addr.shape[0]):
+        lo = addr[i] - longest - ra
+        if addr[i] - base[i] >= bs:
+            lo = max(lo, base[i] - ra)
+        rate = span_max[_zone_of(zone_start, lo), _zone_of(zone_start, addr[i] + ln[i] - 1)]
+        piece_s[i] = ln[i] / rate
+        block_s[owner[i]] += piece_s[i]
+    return piece_s, block_s
+
+
+@njit(cache=True, nogil=True)
+def _gaps_in_order(addr, ln):
+    """The gaps between runs of pieces (each piece's start less the furthest end before it,
+    when positive), if the pieces are in address order (else None)."""
+    m = addr.shape[0]
+    out = np.empty(max(m - 1, 0), np.int64)
+    k = 0
+    end = addr[0] + ln[0] if m else 0
+    for i in range(1, m):
+        if addr[i] < addr[i - 1]:
+            return None
+        if addr[i] > end:
+            out[k] = addr[i] - end
+            k += 1
+        end = max(end, addr[i] + ln[i])
+    return out[:k]
 
 
 def drive_cache_blocks(model: Any, block_size: int) -> int:
@@ -405,21 +450,20 @@ def disk_bound(model: Any, sizes: np.ndarray, ufile: np.ndarray, ublock: np.ndar
     longest = int(((np.maximum(sizes, 1) + bs - 1) // bs * bs).max()) if sizes.size else bs
     if ext:
         longest = min(longest, ext)
-    lo = addr - longest - ra
-    inner = addr - base >= bs
-    lo[inner] = np.maximum(lo[inner], base[inner] - ra)
-    zs, zr = model.zone_start, model.zone_rate
-    zlo, zhi = _zone_of(zs, lo), _zone_of(zs, addr + ln - 1)
+    zr = model.zone_rate
     nz = zr.size
-    span_max = np.array([[zr[i:max(i, j) + 1].max() for j in range(nz)] for i in range(nz)])
-    rate = span_max[zlo, zhi]
-    piece_s = ln / rate
-    block_s = np.bincount(owner, weights=piece_s, minlength=ufile.size)
-    # 2. gaps between runs, in address order
-    order = np.argsort(addr, kind="stable")
-    a_sorted, e_sorted = addr[order], (addr + ln)[order]
-    gaps = a_sorted[1:] - np.maximum.accumulate(e_sorted)[:-1]
-    gaps = gaps[gaps > 0]
+    span_max = np.array([[zr[i:max(i, j) + 1].max() for j in range(nz)] for i in range(nz)],
+                        np.float64)
+    piece_s, block_s = _transfer(addr, ln, base, owner, ufile.size, np.int64(bs),
+                                 np.int64(longest), np.int64(ra),
+                                 np.ascontiguousarray(model.zone_start), span_max)
+    # 2. gaps between runs, in address order (a contiguous layout has them so already)
+    gaps = _gaps_in_order(addr, ln)
+    if gaps is None:
+        order = np.argsort(addr, kind="stable")
+        a_sorted, e_sorted = addr[order], (addr + ln)[order]
+        gaps = a_sorted[1:] - np.maximum.accumulate(e_sorted)[:-1]
+        gaps = gaps[gaps > 0]
     cost, how = distance_cost(model)
     return {
         "bound_first_seconds": float(model.fparams[3] + model.fparams[1]) if m else 0.0,
