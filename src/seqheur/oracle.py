@@ -258,9 +258,10 @@ def refs_of(stream: ReadStream, sizes: np.ndarray, block_size: int) -> Refs:
 
 
 @njit(cache=True, nogil=True)
-def group_by_key(ids, n_ids):
+def group_by_key(ids, n_ids, ends):
     """References grouped by key, ascending within a key (a counting sort): (occ_first,
-    occ) with key j's references at occ[occ_first[j]:occ_first[j + 1]]."""
+    occ, occ_end) with key j's references at occ[occ_first[j]:occ_first[j + 1]] and
+    ``ends`` (one per reference) in the same order."""
     first = np.zeros(n_ids + 1, np.int64)
     for i in range(ids.shape[0]):
         first[ids[i] + 1] += 1
@@ -268,10 +269,12 @@ def group_by_key(ids, n_ids):
         first[j + 1] += first[j]
     fill = first[:n_ids].copy()
     occ = np.empty(ids.shape[0], np.int64)
+    occ_end = np.empty(ids.shape[0], np.int64)
     for i in range(ids.shape[0]):
         occ[fill[ids[i]]] = i
+        occ_end[fill[ids[i]]] = ends[i]
         fill[ids[i]] += 1
-    return first, occ
+    return first, occ, occ_end
 
 
 def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_blocks: int,
@@ -281,15 +284,15 @@ def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_bloc
     sizes = np.ascontiguousarray(sizes, dtype=np.int64)
     if refs is None:
         refs = refs_of(stream, sizes, block_size)
-    occ_first, occ = group_by_key(refs.ids, refs.keys.size)
     limits = limits_of(cache_blocks)
     ref0, ref_end = ref_starts(np.ascontiguousarray(stream.file), np.ascontiguousarray(
         stream.offset, dtype=np.int64), np.ascontiguousarray(stream.count), sizes,
         np.int64(block_size), np.int64(refs.ids.size))
+    occ_first, occ, occ_end = group_by_key(refs.ids, refs.keys.size, ref_end)
     window = np.zeros((3, limits.size), np.int64)
     window[0] = -1
     return Future(ref0=ref0, keys=refs.keys, ids=refs.ids, occ_first=occ_first, occ=occ,
-                  occ_end=ref_end[occ], cache_blocks=int(cache_blocks),
+                  occ_end=occ_end, cache_blocks=int(cache_blocks),
                   limits=limits, nxt=refs.nxt, prev=prev_uses(refs.nxt), window=window,
                   reach=np.zeros(limits.size, np.int64),
                   gap_blocks=int(gap_blocks))
@@ -964,6 +967,21 @@ def aggressive_fetches(ids, nxt, capacity, n_ids, fetch_time):
     return out[:m], t
 
 
+@njit(cache=True, nogil=True)
+def fetch_reads(fetched, rf, rb, eof, bs):
+    """The disk read of each fetch (a reference index): its file, offset and length, one
+    block (a partial last block read whole, none past the end of the file)."""
+    m = fetched.shape[0]
+    f = np.empty(m, np.int64)
+    off = np.empty(m, np.int64)
+    ln = np.empty(m, np.int64)
+    for i in range(m):
+        f[i] = rf[fetched[i]]
+        off[i] = rb[fetched[i]] * bs
+        ln[i] = bs if eof[f[i]] > off[i] else 0
+    return f, off, ln
+
+
 def reference_schedules(stream: ReadStream, sizes: np.ndarray | None, *, cache_blocks: int,
                         block_size: int, model: Any, fetch_time: int | None = None,
                         refs: Refs | None = None, conservative: Any = None) -> dict[str, Any]:
@@ -998,11 +1016,7 @@ def reference_schedules(stream: ReadStream, sizes: np.ndarray | None, *, cache_b
             # the same reads in the same order: the same time
             out[f"{name}_disk_seconds"] = out["aggressive_disk_seconds"]
         elif model is not None:
-            f = rf[refs]
-            b = rb[refs]
-            off = b * block_size
-            ln = np.minimum(block_size, eof[f] - off)
-            ln = np.where(ln < block_size, np.where(eof[f] > off, block_size, 0), ln)
+            f, off, ln = fetch_reads(refs, rf, rb, eof, np.int64(block_size))
             res = model.service(f, off, ln, model.place(np.maximum(eof, 1)), model.new_state())
             out[f"{name}_disk_seconds"] = float(np.cumsum(res.seconds)[-1]) if refs.size else 0.0
     out["aggressive_elapsed_refs"] = int(elapsed)
