@@ -108,12 +108,12 @@ kernels; sampling starts after the warm-up). What it found so far, and what was 
   with most blocks read ahead in clusters), while the bound does several passes of the same
   size over the demand references: numbering the distinct blocks, two Belady MIN runs (at
   the cache size and with the drive's segments added, in one pass), an LRU run, the
-  oracle's own replay, the largest part at about 3.4x a replay (a replay plus, per block it
+  oracle's own replay, the largest part at about 3.5x a replay (a replay plus, per block it
   reads ahead, a candidate check and a question and an update of a segment tree over
   reference indices, whose cache misses dominate), and for the reference schedules an
   aggressive pass and a disk-model run of one read per fetched block. Session 7 (measured
   2026-11-26, CPU seconds per phase, least of 5, identical results; docs/bound.md "Speed"
-  has the table): 14.2x -> 6.3x (11.3x -> 5.4x without the reference schedules). MIN keeps
+  has the table): 14.1x -> 6.2x (11.3x -> 5.4x without the reference schedules). MIN keeps
   a heap of the resident blocks with each one's place (not one entry per reference) and
   sets blocks never used again aside; the oracle's bounds on distinct blocks are found when
   it asks, not precomputed per reference; its slack tree is not updated at a block's use,
