@@ -106,12 +106,20 @@ kernels; sampling starts after the warm-up). What it found so far, and what was 
 * Why the bound target (<= 3x one replay) is missed: the replay of the default
   configuration on the paper workload is the fastest thing this library does (17 M READs/s
   with most blocks read ahead in clusters), while the bound does several passes of the same
-  size over the demand references: the sort that numbers the distinct blocks, two Belady
-  MIN runs (at the cache size and with the drive's segments added) with a heap each, the
-  oracle's own replay, the largest part at about 5x a replay (a binary search per block it
-  considers reading ahead, a priced trial on a shadow of the drive per read, segment-tree
-  updates over all reference indices per block read ahead), and for the reference schedules
-  an aggressive pass with a heap and a disk-model run of one read per fetched block.
+  size over the demand references: numbering the distinct blocks, two Belady MIN runs (at
+  the cache size and with the drive's segments added, in one pass), an LRU run, the
+  oracle's own replay, the largest part at about 3.5x a replay (a replay plus, per block it
+  reads ahead, a candidate check and a question and an update of a segment tree over
+  reference indices, whose cache misses dominate), and for the reference schedules an
+  aggressive pass and a disk-model run of one read per fetched block. Session 7 (measured
+  2026-11-26, CPU seconds per phase, least of 5, identical results; docs/bound.md "Speed"
+  has the table): 14.1x -> 6.2x (11.3x -> 5.4x without the reference schedules). MIN keeps
+  a heap of the resident blocks with each one's place (not one entry per reference) and
+  sets blocks never used again aside; the oracle's bounds on distinct blocks are found when
+  it asks, not precomputed per reference; its slack tree is not updated at a block's use,
+  never pushes adds down, has 16-byte nodes with the waiting counts, and takes the blocks a
+  read admits in use order in one rebuild; the distinct blocks are numbered by marking the
+  files' blocks instead of sorting.
 * Session 5, the closed-loop timing model (target: it adds at most 30 % to the full replay;
   the replay section's figure "full + closed-loop timing against full"). Measured 2026-11-26
   with `bench/ab_timing.py --speed 3` (2 M READs of the replay benchmark's stream, base

@@ -152,78 +152,134 @@ def next_uses(ids, n_ids):
     return nxt
 
 
-@njit(cache=True, nogil=True)
-def _heap_push(keys, vals, size, key, val):
-    """Push (key, val) on the max-heap held in keys[:size], vals[:size]; returns the size."""
-    i = size
-    keys[i] = key
-    vals[i] = val
+# A max-heap of the resident blocks keyed by next use, and each block's place in it (so a
+# block's key changes in place: no stale entries, and the heap stays the cache's size)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def heap_up(hkey, hblk, pos, stride, run, i):
+    """Move entry ``i`` up to its place; ``pos[block * stride + run]``: a block's entry."""
+    key = hkey[i]
+    blk = hblk[i]
     while i > 0:
         parent = (i - 1) >> 1
-        if keys[parent] >= keys[i]:
+        if hkey[parent] >= key:
             break
-        keys[parent], keys[i] = keys[i], keys[parent]
-        vals[parent], vals[i] = vals[i], vals[parent]
+        hkey[i] = hkey[parent]
+        hblk[i] = hblk[parent]
+        pos[hblk[i] * stride + run] = i
         i = parent
-    return size + 1
+    hkey[i] = key
+    hblk[i] = blk
+    pos[blk * stride + run] = i
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def heap_down(hkey, hblk, pos, stride, run, size, i):
+    """Move entry ``i`` down to its place in the heap of ``size`` entries."""
+    key = hkey[i]
+    blk = hblk[i]
+    while True:
+        big = 2 * i + 1
+        if big >= size:
+            break
+        if big + 1 < size and hkey[big + 1] > hkey[big]:
+            big += 1
+        if hkey[big] <= key:
+            break
+        hkey[i] = hkey[big]
+        hblk[i] = hblk[big]
+        pos[hblk[i] * stride + run] = i
+        i = big
+    hkey[i] = key
+    hblk[i] = blk
+    pos[blk * stride + run] = i
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _min_step(hkey, hblk, pos, stride, run, size, capacity, dead, ndead, b, i, key, never):
+    """Reference ``i`` to block ``b``, next used at ``key`` (``never``: not again), in one
+    MIN run: returns (missed, the heap's new size, the number of dead blocks).
+
+    A block used again has that use as its key; a resident block's key was this
+    reference's index, the least of all, so it only moves up. A block not used again is
+    *dead*: it goes on the stack ``dead`` and keeps in the heap the index of its last
+    reference, below every live key, so the root is the live block used furthest away. On
+    a miss with the cache full, a dead block makes room if there is one (any block never
+    used again is as good as another), else the root."""
+    at = pos[b * stride + run]
+    if at >= 0:
+        if key == never:
+            dead[ndead] = b
+            ndead += 1
+        else:
+            hkey[at] = key
+            heap_up(hkey, hblk, pos, stride, run, at)
+        return False, size, ndead
+    if capacity <= 0:
+        return True, size, ndead
+    own = key if key != never else i
+    if size < capacity:
+        hkey[size] = own
+        hblk[size] = b
+        heap_up(hkey, hblk, pos, stride, run, size)
+        size += 1
+    elif ndead > 0:  # its place, whose key was an earlier reference's index: up only
+        ndead -= 1
+        at = pos[dead[ndead] * stride + run]
+        pos[dead[ndead] * stride + run] = -1
+        hkey[at] = own
+        hblk[at] = b
+        heap_up(hkey, hblk, pos, stride, run, at)
+    else:
+        pos[hblk[0] * stride + run] = -1
+        hkey[0] = own
+        hblk[0] = b
+        heap_down(hkey, hblk, pos, stride, run, size, 0)
+    if key == never:
+        dead[ndead] = b
+        ndead += 1
+    return True, size, ndead
 
 
 @njit(cache=True, nogil=True)
-def _heap_pop(keys, vals, size):
-    """Remove the largest key; returns (key, val, new size)."""
-    key = keys[0]
-    val = vals[0]
-    size -= 1
-    keys[0] = keys[size]
-    vals[0] = vals[size]
-    i = 0
-    while True:
-        big = i
-        left = 2 * i + 1
-        if left < size and keys[left] > keys[big]:
-            big = left
-        if left + 1 < size and keys[left + 1] > keys[big]:
-            big = left + 1
-        if big == i:
-            break
-        keys[big], keys[i] = keys[i], keys[big]
-        vals[big], vals[i] = vals[i], vals[big]
-        i = big
-    return key, val, size
+def belady_runs(ids, nxt, capacity, other, n_ids):
+    """Belady's MIN (on a miss with the cache full, evict the resident block whose next use
+    is furthest in the future) over references ``ids`` (``nxt``: :func:`next_uses`), with
+    ``capacity`` blocks and, in the same pass, with ``other`` blocks (0: not run). Returns
+    (the references at which the first misses, in order; the second's misses)."""
+    n = ids.shape[0]
+    out = np.empty(n, np.int64)
+    m = 0
+    second = 0
+    pos = np.full(2 * n_ids, -1, np.int32)  # block b's entry: pos[2b] first run, pos[2b+1]
+    ka = np.empty(max(min(capacity, n_ids), 1), np.int64)  # the heaps: never above n_ids
+    ba = np.empty(ka.shape[0], np.int64)
+    da = np.empty(ka.shape[0], np.int64)
+    kb = np.empty(max(min(other, n_ids), 1), np.int64)
+    bb = np.empty(kb.shape[0], np.int64)
+    db = np.empty(kb.shape[0], np.int64)
+    size_a = size_b = dead_a = dead_b = 0
+    for i in range(n):
+        b = ids[i]
+        missed, size_a, dead_a = _min_step(ka, ba, pos, 2, 0, size_a, capacity, da, dead_a,
+                                           b, i, nxt[i], n)
+        if missed:
+            out[m] = i
+            m += 1
+        if other > 0:
+            missed, size_b, dead_b = _min_step(kb, bb, pos, 2, 1, size_b, other, db, dead_b,
+                                               b, i, nxt[i], n)
+            second += missed
+    return out[:m], second
 
 
 @njit(cache=True, nogil=True)
 def belady_fetches(ids, nxt, capacity, n_ids):
     """The references at which Belady's MIN with ``capacity`` blocks misses, in order
-    (indices into ``ids``), O(n log n): a max-heap of (next use, block) with lazy deletion (an
-    entry is current while its key is the block's next use and the block is resident). They
-    are also Cao et al.'s *conservative* schedule's fetches (:mod:`seqheur.oracle`)."""
-    n = ids.shape[0]
-    out = np.empty(n, np.int64)
-    m = 0
-    resident = np.zeros(n_ids, np.bool_)
-    next_of = np.zeros(n_ids, np.int64)
-    keys = np.empty(n + 1, np.int64)
-    vals = np.empty(n + 1, np.int64)
-    heap = 0
-    used = 0
-    for i in range(n):
-        b = ids[i]
-        if not resident[b]:
-            out[m] = i
-            m += 1
-            if used >= capacity:
-                while True:  # the resident block used furthest in the future
-                    key, victim, heap = _heap_pop(keys, vals, heap)
-                    if resident[victim] and next_of[victim] == key:
-                        break
-                resident[victim] = False
-                used -= 1
-            resident[b] = True
-            used += 1
-        next_of[b] = nxt[i]
-        heap = _heap_push(keys, vals, heap, nxt[i], b)
-    return out[:m]
+    (indices into ``ids``; :func:`belady_runs`). They are also Cao et al.'s *conservative*
+    schedule's fetches (:mod:`seqheur.oracle`)."""
+    return belady_runs(ids, nxt, capacity, 0, n_ids)[0]
 
 
 @njit(cache=True, nogil=True)
@@ -312,9 +368,54 @@ def distance_cost(model: Any) -> tuple[Callable[[np.ndarray], np.ndarray], str]:
     return (lambda d: np.minimum(np.asarray(d, np.float64) / r, pmin)), "min-positioning"
 
 
-def _zone_of(zone_start: np.ndarray, addr: np.ndarray) -> np.ndarray:
-    z = np.searchsorted(zone_start, addr, side="right") - 1
-    return np.maximum(z, 0)
+@njit(cache=True, nogil=True, _nrt=False)
+def _zone_of(zone_start, addr):
+    """The zone of disk address ``addr`` (the last zone starting at or before it; 0 before
+    the first)."""
+    lo = 0
+    hi = zone_start.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if zone_start[mid] <= addr:
+            lo = mid + 1
+        else:
+            hi = mid
+    return max(lo - 1, 0)
+
+
+@njit(cache=True, nogil=True)
+def _transfer(addr, ln, base, owner, n_blocks, bs, longest, ra, zone_start, span_max):
+    """Term 1 of the module docstring: per piece, its bytes at the fastest rate of the zones
+    a read covering it may start in (``span_max[first, last]``: the fastest of zones first
+    to last), and per block the sum of its pieces'."""
+    piece_s = np.empty(addr.shape[0])
+    block_s = np.zeros(n_blocks)
+    for i in range(addr.shape[0]):
+        lo = addr[i] - longest - ra
+        if addr[i] - base[i] >= bs:
+            lo = max(lo, base[i] - ra)
+        rate = span_max[_zone_of(zone_start, lo), _zone_of(zone_start, addr[i] + ln[i] - 1)]
+        piece_s[i] = ln[i] / rate
+        block_s[owner[i]] += piece_s[i]
+    return piece_s, block_s
+
+
+@njit(cache=True, nogil=True)
+def _gaps_in_order(addr, ln):
+    """The gaps between runs of pieces (each piece's start less the furthest end before it,
+    when positive), if the pieces are in address order (else None)."""
+    m = addr.shape[0]
+    out = np.empty(max(m - 1, 0), np.int64)
+    k = 0
+    end = addr[0] + ln[0] if m else 0
+    for i in range(1, m):
+        if addr[i] < addr[i - 1]:
+            return None
+        if addr[i] > end:
+            out[k] = addr[i] - end
+            k += 1
+        end = max(end, addr[i] + ln[i])
+    return out[:k]
 
 
 def drive_cache_blocks(model: Any, block_size: int) -> int:
@@ -349,21 +450,20 @@ def disk_bound(model: Any, sizes: np.ndarray, ufile: np.ndarray, ublock: np.ndar
     longest = int(((np.maximum(sizes, 1) + bs - 1) // bs * bs).max()) if sizes.size else bs
     if ext:
         longest = min(longest, ext)
-    lo = addr - longest - ra
-    inner = addr - base >= bs
-    lo[inner] = np.maximum(lo[inner], base[inner] - ra)
-    zs, zr = model.zone_start, model.zone_rate
-    zlo, zhi = _zone_of(zs, lo), _zone_of(zs, addr + ln - 1)
+    zr = model.zone_rate
     nz = zr.size
-    span_max = np.array([[zr[i:max(i, j) + 1].max() for j in range(nz)] for i in range(nz)])
-    rate = span_max[zlo, zhi]
-    piece_s = ln / rate
-    block_s = np.bincount(owner, weights=piece_s, minlength=ufile.size)
-    # 2. gaps between runs, in address order
-    order = np.argsort(addr, kind="stable")
-    a_sorted, e_sorted = addr[order], (addr + ln)[order]
-    gaps = a_sorted[1:] - np.maximum.accumulate(e_sorted)[:-1]
-    gaps = gaps[gaps > 0]
+    span_max = np.array([[zr[i:max(i, j) + 1].max() for j in range(nz)] for i in range(nz)],
+                        np.float64)
+    piece_s, block_s = _transfer(addr, ln, base, owner, ufile.size, np.int64(bs),
+                                 np.int64(longest), np.int64(ra),
+                                 np.ascontiguousarray(model.zone_start), span_max)
+    # 2. gaps between runs, in address order (a contiguous layout has them so already)
+    gaps = _gaps_in_order(addr, ln)
+    if gaps is None:
+        order = np.argsort(addr, kind="stable")
+        a_sorted, e_sorted = addr[order], (addr + ln)[order]
+        gaps = a_sorted[1:] - np.maximum.accumulate(e_sorted)[:-1]
+        gaps = gaps[gaps > 0]
     cost, how = distance_cost(model)
     return {
         "bound_first_seconds": float(model.fparams[3] + model.fparams[1]) if m else 0.0,
@@ -443,15 +543,20 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
     refs = refs_of(stream, sizes, bs)
     rf, rb, uniq, ids, nxt = refs
     distinct = int(uniq.size)
-    # conservative's fetches are MIN's misses: one pass gives both
-    cons = (conservative_fetches(ids, nxt, np.int64(cap if cap is not None else distinct + 1),
-                                 distinct) if references else None)
-    if cap is None:
-        bel = distinct
-    elif cons is not None:
-        bel = int(cons.size)
-    else:
-        bel = int(belady_misses(ids, nxt, cap, distinct))
+    # one MIN pass gives conservative's fetches (MIN's misses), Belady's misses and those
+    # with the drive's segments added (the re-read term)
+    d = drive_cache_blocks(model, bs) if model is not None else 0
+    cons = None
+    bel = bel_d = distinct
+    if references or (cap is not None and cap < distinct):
+        # a run with every block resident misses each once: not run
+        drive = model is not None and cap is not None and cap + d < distinct
+        fetched, bel_d = belady_runs(
+            ids, nxt, np.int64(cap if cap is not None else distinct + 1),
+            np.int64(cap + d if drive else 0), distinct)
+        cons = fetched if references else None
+        bel = int(fetched.size) if cap is not None else distinct
+        bel_d = int(bel_d) if drive else distinct
     lru = distinct if lru_cache is None else int(C.lru_misses(rf, rb, lru_cache))
     out: dict[str, Any] = {
         "requests": len(stream),
@@ -481,8 +586,6 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
         return out
     terms = disk_bound(model, sizes, uniq >> np.int64(C.KEY_SHIFT),
                        uniq & np.int64((1 << C.KEY_SHIFT) - 1), bs)
-    d = drive_cache_blocks(model, bs)
-    bel_d = distinct if cap is None else int(belady_misses(ids, nxt, cap + d, distinct))
     reread = (bel_d - distinct) * terms.pop("_cheapest_block_s")
     out.update(terms)
     out["drive_cache_blocks"] = d
