@@ -497,12 +497,14 @@ def cluster(c, f, start, maxn, sync, stamp, d_lo, d_hi, eof_blk, bsize, eof_byte
     """``cluster_rbuild``: read the run of non-resident blocks from ``start`` (at most ``maxn``,
     stopping at a resident block or EOF) as one disk read. Returns blocks read.
 
-    Read-ahead marks (``B_RAM``) as ``vfs_cluster.c`` sets them (``cluster_read`` and
-    ``cluster_rbuild``, identical from the 1997 revisions through 4.x to current FreeBSD): a
-    read-ahead (async) cluster marks its *first* block and, if the cluster reaches it, the
-    last block of the run asked for; a demand (sync) cluster of one block marks it
-    (``single_block_read``), a longer one its second block and the last block of the run asked
-    for. A run cut short by a resident block so ends unmarked (but for the first / second)."""
+    Read-ahead marks (``B_RAM``) as freebsd/freebsd-src ``sys/kern/vfs_cluster.c`` sets them
+    in ``cluster_read`` and ``cluster_rbuild`` (the same in revision 1.44 of 1997, the 4.x text
+    and today's): a read-ahead (async) cluster marks its *first* block and, if the cluster
+    reaches it, the last block of the run asked for; a demand (sync) cluster of one block
+    marks it (``single_block_read``), a longer one its second block and the last block of the
+    run asked for. A run cut short by a resident block so ends unmarked (but for the first /
+    second). The first-block mark is what asks for the next cluster as the reader enters this
+    one, so read-ahead already issued carries a reader over a few READs at low seqcount."""
     run = maxn
     if eof_blk >= 0 and start + run > eof_blk:
         run = eof_blk - start
