@@ -41,15 +41,32 @@ def test_freebsd4_cluster_hand_trace():
     """freebsd4 + 4.x cluster_read, 8 KiB sequential READs on 16 KiB blocks (4.x vfs_cluster.c).
 
     READ 0: seqcount 5 (new slot at offset 0); block 0 misses → synchronous read with B_RAM,
-    then one async cluster of min(racluster 8, max(5, 1)) = 5 blocks [1..5] (B_RAM on 5).
-    READ 1 (block 0 again, B_RAM): scan finds 1..5 resident, hole at 6 = 0 + 6 → not below
-    block + seqcount (6): nothing. READs 2..9 (blocks 1..4): no mark. READ 10 reaches block 5
-    (B_RAM), seqcount 15: hole at 6 < 5 + 15 → cluster of min(8, 15) = 8 blocks [6..13]."""
+    then one async cluster of min(racluster 8, max(5, 1)) = 5 blocks [1..5] (B_RAM on its
+    first block, 1, and its last, 5: cluster_rbuild). READ 1 (block 0 again, B_RAM): scan
+    finds 1..5 resident, hole at 6 = 0 + 6 → not below block + seqcount (6): nothing. READ 2
+    (block 1, B_RAM), seqcount 7: hole at 6 < 1 + 7 → cluster of min(8, 7) = 7 blocks
+    [6..12]. READs 3..9 (blocks 1..4): no mark. READ 10 reaches block 5 (B_RAM), seqcount 15:
+    the scan finds 6..12, hole at 13 < 5 + 15 → cluster [13..20]; READ 12 (block 6, first of
+    [6..12]) → cluster [21..28]."""
     r = replay(_seq(64), "freebsd4", "ideal", "freebsd4-cluster", profile=None)
     pf = r.requests["prefetch_blocks"].to_list()
-    assert pf[:12] == [5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 0]
+    assert pf[:14] == [5, 0, 7, 0, 0, 0, 0, 0, 0, 0, 8, 0, 8, 0]
     assert r.requests["seqcount"].to_list()[:3] == [5, 6, 7]
     assert r["misses"] == 1 and r["lost_cold"] == 1
+
+
+def test_freebsd4_cluster_marks_as_cluster_rbuild():
+    """A read-ahead cluster marks its first block and the last block of the run it asked for;
+    cut short by a resident block it keeps only the first mark (4.x vfs_cluster.c
+    cluster_rbuild). READ 0 (block 3): sync block 3 (marked), async [4..11] marked 4 and 11.
+    READ 1 (block 0): sync block 0, async run of 8 asked from block 1 stops at resident
+    block 3: [1..2], marked 1 only (the action's ``mark`` is the last block marked)."""
+    s = ReadStream.from_arrays(np.zeros(2, int), np.array([3 * 16384, 0]), 8192)
+    r = replay(s, "always", "ideal", "freebsd4-cluster", profile=None, actions=True,
+               file_sizes=None)
+    rows = r.actions.select("request", "kind", "start", "count", "mark").rows()
+    assert rows == [(0, "cluster-sync", 3, 1, 3), (0, "cluster-async", 4, 8, 11),
+                    (1, "cluster-sync", 0, 1, 0), (1, "cluster-async", 1, 2, 1)]
 
 
 def test_freebsd_cluster_hand_trace():

@@ -11,7 +11,9 @@ Spec strings (``parse_policy``), with the block size each models by default:
     ceil(request/bsize)))`` blocks if it starts below ``block + seqcount``. On a hit of a block
     carrying the read-ahead mark (``B_RAM``): scan the resident successors (up to ``maxra =
     min(2*racluster + rest//bsize, 32)``), re-mark every ``racluster``-th, and start the next
-    cluster at the first hole if it lies below ``block + seqcount``.
+    cluster at the first hole if it lies below ``block + seqcount``. A read-ahead cluster marks
+    its first block and its last (``cluster_rbuild``), so the next cluster is asked for when
+    the reader *enters* the one before it, one cluster ahead (see :func:`cluster`).
 ``freebsd-cluster[:bsize=32768][:read_max=64][:read_min=1][:maxphys=131072]``
     Current FreeBSD ``cluster_read`` (freebsd-src ``sys/kern/vfs_cluster.c``). Block default 32
     KiB (current newfs default). Read-ahead extends to ``maxra = min(seqcount, read_max)``
@@ -493,24 +495,40 @@ def insert_block(c, f, b, stamp, d_lo, d_hi, fl, ctr, req):
 def cluster(c, f, start, maxn, sync, stamp, d_lo, d_hi, eof_blk, bsize, eof_bytes, ctr, req,
             ops, acts):
     """``cluster_rbuild``: read the run of non-resident blocks from ``start`` (at most ``maxn``,
-    stopping at a resident block or EOF) as one disk read. The last block gets the read-ahead
-    mark, and for a synchronous (demand) cluster the second one too. Returns blocks read."""
+    stopping at a resident block or EOF) as one disk read. Returns blocks read.
+
+    Read-ahead marks (``B_RAM``) as freebsd/freebsd-src ``sys/kern/vfs_cluster.c`` sets them
+    in ``cluster_read`` and ``cluster_rbuild`` (the same in revision 1.44 of 1997, the 4.x text
+    and today's): a read-ahead (async) cluster marks its *first* block and, if the cluster
+    reaches it, the last block of the run asked for; a demand (sync) cluster of one block
+    marks it (``single_block_read``), a longer one its second block and the last block of the
+    run asked for. A run cut short by a resident block so ends unmarked (but for the first /
+    second). The first-block mark is what asks for the next cluster as the reader enters this
+    one, so read-ahead already issued carries a reader over a few READs at low seqcount."""
+    run = maxn
+    if eof_blk >= 0 and start + run > eof_blk:
+        run = eof_blk - start
     n = 0
-    while n < maxn:
-        b = start + n
-        if eof_blk >= 0 and b >= eof_blk:
-            break
-        if C.lookup(c, C.make_key(f, b)) >= 0:
+    while n < run:
+        if C.lookup(c, C.make_key(f, start + n)) >= 0:
             break
         n += 1
     if n == 0:
         return 0
+    last = -1
     for k in range(n):
-        ram = k == n - 1 or (sync and k == 1)
+        if not sync:
+            ram = k == 0 or k == run - 1
+        elif maxn == 1:
+            ram = True
+        else:
+            ram = run > 1 and (k == 1 or k == run - 1)
+        if ram:
+            last = start + k
         insert_block(c, f, start + k, stamp, d_lo, d_hi, C.F_RAM if ram else 0, ctr, req)
     emit_op(ops, ctr, f, start * bsize, op_bytes(start, n, bsize, eof_bytes), sync, stamp)
     emit_action(acts, stamp, f, ACT_CLUSTER_SYNC if sync else ACT_CLUSTER_ASYNC, start, n,
-                start + n - 1, -1, -1, -1, -1)
+                last, -1, -1, -1, -1)
     return n
 
 
