@@ -218,3 +218,18 @@ def test_model_matches_the_live_kernels_throttle(tmp_path):
     assert doc["ops"] > 500
     assert 0.9 <= doc["total_time_ratio"] <= 1.1, doc
     assert doc["demerit_percent"] <= 15.0, doc
+
+
+def test_the_check_table_names_the_throttle():
+    from seqheur.commands.disk import _check_table
+
+    fig = {"ops": 10, "measured_mean_ms": 1.0, "predicted_mean_ms": 1.1, "measured_p50_ms": 0.1,
+           "predicted_p50_ms": 0.1, "measured_p99_ms": 9.0, "predicted_p99_ms": 9.5,
+           "demerit": 0.1, "demerit_percent": 10.0, "total_time_ratio": 1.1}
+    res = {"target": "/dev/loop9", "profile": "loop", "stream": {"seed": 1, "cut_by_time": False},
+           "throttle": {"read_bps": 20_000_000, "read_iops": 4883, "hz": HZ}, "components": {},
+           "target_rule": {"demerit_percent_max": 15.0, "total_time_ratio": [0.9, 1.1]},
+           "meets_target": True, **fig}
+    head = _check_table(res).splitlines()[0]
+    assert "behind a read throttle of 20000000 B/s and 4883 reads/s" in head
+    assert "throttle" not in _check_table({**res, "throttle": None}).splitlines()[0]

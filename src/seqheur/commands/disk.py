@@ -160,7 +160,12 @@ def _throttled(target: str, limit: Any) -> Any:
 def _check_table(res: dict[str, Any]) -> str:
     """The human view of a check-model result: one row for all requests, one per component."""
     st = res["stream"]
-    lines = [f"{res['target']} vs profile {res['profile']}: {res['ops']} requests "
+    t = res.get("throttle")
+    behind = ""
+    if t:
+        ops = f" and {t['read_iops']} reads/s" if t["read_iops"] else ""
+        behind = f" behind a read throttle of {t['read_bps']} B/s{ops}"
+    lines = [f"{res['target']} vs profile {res['profile']}{behind}: {res['ops']} requests "
              f"(seed {st['seed']}{', cut by --time' if st['cut_by_time'] else ''}), "
              f"QD1 back to back, O_DIRECT",
              f"{'':11s} {'ops':>6s} {'mean ms':>15s} {'p50 ms':>15s} {'p99 ms':>15s} "
