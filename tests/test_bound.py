@@ -159,6 +159,9 @@ def check_bound_and_oracle(s: ReadStream, profile: str, cache_blocks: int,
                                                        best, disk)
 
 
+# slow: it replays every registered detector and policy, so a cold run compiles each one's
+# loop (about 2 minutes); `make test-slow` and CI run it
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None)
 @given(s=streams(), profile=st.sampled_from(PROFILES),
        cache_blocks=st.sampled_from([2, 4, 16, 1024]),
