@@ -610,6 +610,16 @@ def _as_stream(obj: Any) -> ReadStream:
     raise SeqheurError(f"replay needs a ReadStream, a request table or a trace path, not {type(obj).__name__}")
 
 
+def _stream_and_sizes(stream_or_table: Any, sizes_from: Any,
+                      file_sizes: Any) -> tuple[ReadStream, Any, str]:
+    """The ReadStream a replay runs on, its file sizes and where they came from (the reply
+    attributes of ``sizes_from`` when the input is already a ReadStream)."""
+    stream = _as_stream(stream_or_table)
+    source = sizes_from if isinstance(stream_or_table, ReadStream) else stream_or_table
+    sizes, size_source = file_sizes_for(source, stream, file_sizes)
+    return stream, sizes, size_source
+
+
 def replay(stream_or_table: Any, detector: Any = DEFAULT.detector, table: Any = DEFAULT.table,
            policy: Any = DEFAULT.policy, cache: Any = DEFAULT_CACHE,
            profile: Any = DEFAULT_PROFILE, *,
@@ -653,9 +663,7 @@ def replay(stream_or_table: Any, detector: Any = DEFAULT.detector, table: Any = 
         profile, reorder_window = config.profile, config.reorder_window
         drive_cache, clip_eof = config.drive_cache, config.clip_eof
         timing = config.timing if timing is None else timing
-    stream = _as_stream(stream_or_table)
-    source = sizes_from if isinstance(stream_or_table, ReadStream) else stream_or_table
-    sizes, size_source = file_sizes_for(source, stream, file_sizes)
+    stream, sizes, size_source = _stream_and_sizes(stream_or_table, sizes_from, file_sizes)
     rp = Replayer(stream.file_ids, detector=detector, table=table, policy=policy, cache=cache,
                   profile=profile, file_sizes=sizes, reorder_window=reorder_window,
                   layout=layout, drive_cache=drive_cache, per_request=per_request,
@@ -686,9 +694,7 @@ def replay_profiles(stream_or_table: Any, profiles: Sequence[Any],
     entry of ``profiles``, each identical to ``replay(..., profile=p, per_request=False)``
     (``Replayer(profiles=...)``); with a ``timing`` model, its result (run once per
     profile) is each one's ``timing``. The other arguments are :func:`replay`'s."""
-    stream = _as_stream(stream_or_table)
-    source = sizes_from if isinstance(stream_or_table, ReadStream) else stream_or_table
-    sizes, size_source = file_sizes_for(source, stream, file_sizes)
+    stream, sizes, size_source = _stream_and_sizes(stream_or_table, sizes_from, file_sizes)
     rp = Replayer(stream.file_ids, detector=detector, table=table, policy=policy, cache=cache,
                   profiles=profiles, file_sizes=sizes, reorder_window=reorder_window,
                   layout=layout, drive_cache=drive_cache, per_request=False,
