@@ -94,7 +94,7 @@ def check_model_cmd(target: str, profile: str, ops: int | None, seed: int | None
     say = (lambda s: click.echo(f"  {s}", err=True)) if enabled() and not as_json else None
     import warnings
 
-    limit = _throttle_of(target, throttle_bps, throttle_iops, hz)
+    limit = _throttle_of(throttle_bps, throttle_iops, hz)
     with warnings.catch_warnings(), _throttled(target, limit):
         warnings.simplefilter("always")
         warnings.showwarning = lambda msg, *a, **k: click.echo(f"seqheur: warning: {msg}",
@@ -112,7 +112,7 @@ def check_model_cmd(target: str, profile: str, ops: int | None, seed: int | None
         click.echo(output)
 
 
-def _throttle_of(target: str, bps: str | None, iops: int, hz: int | None) -> Any:
+def _throttle_of(bps: str | None, iops: int, hz: int | None) -> Any:
     """The HostThrottle of the --throttle options (None without --throttle)."""
     from ..disk.profile import HostThrottle
     from ..errors import SpecError
