@@ -37,6 +37,9 @@ def test_grid_expansion():
     assert {c.policy for c in configs} == {"auto"} and {c.profile for c in configs} == {"ide-7200"}
 
 
+# slow: a cold run compiles every registered detector's replay loop (about 2 minutes);
+# `make test-slow` and CI run it
+@pytest.mark.slow
 def test_sweep_over_every_registered_detector_with_defaults(trace):
     from seqheur.heuristics.registry import registered_detectors
     from seqheur.sweep import sweep
