@@ -111,8 +111,10 @@ def build_request_table(columns: Mapping[str, Any], n: int | None = None,
     return table
 
 
-def _to_arrow(value: Any, typ: pa.DataType | None) -> pa.Array:
+def _to_arrow(value: Any, typ: pa.DataType | None) -> pa.Array | pa.ChunkedArray:
     if isinstance(value, pa.ChunkedArray):
+        if value.type == typ:  # kept in chunks: a binary column may hold more than 2 GiB
+            return value
         value = value.combine_chunks()
     if isinstance(value, pa.Array):
         arr = value

@@ -34,6 +34,7 @@ KiB = 1 << 10
 EPOCH_NS = 1_041_379_200 * 1_000_000_000
 # Mean gap between READs arriving at the server (8 KiB at ~40 MB/s, a paper-era server).
 DEFAULT_GAP_NS = 200_000
+FH_CHUNK_ROWS = 1 << 22  # rows per chunk of the fh column (4 Mi handles: ~160 MB)
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,12 @@ def _table(kind: str, file_label: Sequence[str], file_of: np.ndarray, block: np.
     count = np.minimum(np.uint64(request_bytes), fsize - np.minimum(offset, fsize)).astype(np.uint32)
     eof = offset + count.astype(np.uint64) >= fsize
     fh_dict = pa.array([f"seqheur-synth:{kind}:{lab}".encode() for lab in file_label], pa.binary())
-    fh = pa.DictionaryArray.from_arrays(pa.array(file_of.astype(np.int32)), fh_dict).cast(pa.binary())
+    # the handles in chunks: one binary array holds at most 2 GiB, ~50 M handles of 40 bytes
+    fh = pa.chunked_array([
+        pa.DictionaryArray.from_arrays(pa.array(file_of[i:i + FH_CHUNK_ROWS].astype(np.int32)),
+                                       fh_dict).cast(pa.binary())
+        for i in range(0, n, FH_CHUNK_ROWS)], pa.binary())
+    file_id, fh_crc32 = (a.take(pa.array(file_of)) for a in fh_columns(fh_dict))
     clients = client_of_file[file_of] if client_of_file is not None else np.zeros(n, np.int64)
     client = pa.DictionaryArray.from_arrays(
         pa.array(clients.astype(np.int32)),
@@ -115,6 +121,8 @@ def _table(kind: str, file_label: Sequence[str], file_of: np.ndarray, block: np.
         "vers": np.full(n, 3, np.uint8),
         "op": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array(["read"])),
         "fh": fh,
+        "file_id": file_id,
+        "fh_crc32": fh_crc32,
         "offset": offset,
         "count": count,
         "ret_count": count,
