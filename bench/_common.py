@@ -92,29 +92,33 @@ def interleaved(runners: dict[str, Callable[[], Any]], reps: int, warmup: int = 
 
 
 def run_measured(cmd: list[str], **kw: Any) -> dict[str, Any]:
-    """Run a child process; wall seconds and its own peak RSS (MB).
+    """Run a child process; wall seconds, its own peak RSS (MB) and the largest peak RSS of
+    any process it started (``descendant_rss_mb``: a sweep's worker processes).
 
-    Peak RSS is the child's VmHWM, sampled from /proc while it runs (every 10 ms): the
+    Peak RSS is each process's VmHWM, sampled from /proc while it runs (every 10 ms): the
     rusage of wait4 is not used because a forked child inherits its parent's high-water mark.
     """
     import threading
 
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
-    peak_kb = 0
+    peak_kb: dict[int, int] = {}
     done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak_kb
-        status = Path(f"/proc/{proc.pid}/status")
         while not done.is_set():
-            try:
-                for line in status.read_text().splitlines():
-                    if line.startswith("VmHWM:"):
-                        peak_kb = max(peak_kb, int(line.split()[1]))
-                        break
-            except (OSError, ValueError):
-                pass
+            pending = [proc.pid]
+            while pending:
+                pid = pending.pop()
+                try:
+                    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                        if line.startswith("VmHWM:"):
+                            peak_kb[pid] = max(peak_kb.get(pid, 0), int(line.split()[1]))
+                            break
+                    pending += [int(c) for c in
+                                Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+                except (OSError, ValueError):
+                    pass
             done.wait(0.01)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -123,8 +127,10 @@ def run_measured(cmd: list[str], **kw: Any) -> dict[str, Any]:
     dt = time.perf_counter() - t0
     done.set()
     sampler.join()
-    return {"seconds": dt, "rss_mb": peak_kb / 1024.0, "returncode": proc.returncode,
-            "stdout": stdout, "stderr": stderr}
+    own = peak_kb.pop(proc.pid, 0)
+    return {"seconds": dt, "rss_mb": own / 1024.0,
+            "descendant_rss_mb": max(peak_kb.values(), default=0) / 1024.0,
+            "returncode": proc.returncode, "stdout": stdout, "stderr": stderr}
 
 
 def write_result(name: str, out: Path, *, figures: list[dict[str, Any]], params: dict[str, Any],
