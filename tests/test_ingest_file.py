@@ -14,7 +14,7 @@ from seqheur.errors import IngestError
 from seqheur.ingest import ingest_file, read_trace
 from seqheur.ingest.pcap import _engine
 from seqheur.ingest.pcap import synth as S
-from seqheur.schema import REQUEST_SCHEMA
+from seqheur.schema import REQUEST_SCHEMA, fh_columns
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 
@@ -34,6 +34,10 @@ def _same_as_read_trace(src: Path, out: Path) -> int:
     assert rows == got.num_rows == table.num_rows
     assert _decoded(got).equals(_decoded(table))
     assert report.to_dict() == want.to_dict()
+    # the decoder hashes each distinct handle of a batch once: the same ids as hashing every row
+    file_id, crc = fh_columns(got.column("fh"))
+    assert got.column("file_id").combine_chunks().equals(file_id)
+    assert got.column("fh_crc32").combine_chunks().equals(crc)
     return rows
 
 
@@ -67,3 +71,4 @@ def test_a_capture_that_fails_leaves_no_output(tmp_path):
     with pytest.raises(IngestError):
         ingest_file(bad, out, format="pcap")
     assert list(tmp_path.iterdir()) == [bad]
+

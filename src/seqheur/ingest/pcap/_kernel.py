@@ -183,7 +183,9 @@ def shift_rows(rows, pend, fh, ctr, k):
 
 @njit(**NJA)
 def gather_fh(rows, fh, k):
-    """Arrow binary buffers (offsets int32, data) for the handles of rows [0, k)."""
+    """Arrow binary buffers (offsets int32, data) for the handles of rows [0, k), and for
+    each row the first of those rows holding the same handle bytes (-1: no handle), so that
+    each distinct handle is hashed once into ``file_id`` and ``fh_crc32``."""
     offs = np.zeros(k + 1, np.int32)
     total = 0
     for r in range(k):
@@ -195,4 +197,35 @@ def gather_fh(rows, fh, k):
         if rows[r, R_MASK] & M_FH:
             o = rows[r, R_FHOFF]
             data[offs[r]:offs[r + 1]] = fh[o:o + rows[r, R_FHLEN]]
-    return offs, data
+    first = np.full(k, -1, np.int64)
+    size = 64
+    while size < 2 * k:
+        size *= 2
+    mask = np.uint64(size - 1)
+    seen = np.full(size, -1, np.int64)  # open addressing on FNV-1a of the handle bytes
+    for r in range(k):
+        if rows[r, R_MASK] & M_FH:
+            a = offs[r]
+            n = offs[r + 1] - a
+            h = np.uint64(0xCBF29CE484222325)
+            for i in range(a, a + n):
+                h = (h ^ np.uint64(data[i])) * np.uint64(0x100000001B3)
+            j = np.int64(h & mask)
+            while first[r] < 0:
+                q = seen[j]
+                if q < 0:
+                    seen[j] = r
+                    first[r] = r
+                elif offs[q + 1] - offs[q] == n and _same_bytes(data, offs[q], a, n):
+                    first[r] = q
+                else:
+                    j = np.int64((np.uint64(j) + np.uint64(1)) & mask)
+    return offs, data, first
+
+
+@njit(**NJ)
+def _same_bytes(data, a, b, n):
+    for i in range(n):
+        if data[a + i] != data[b + i]:
+            return False
+    return True
