@@ -32,7 +32,7 @@ from ._layout import (C_CALLS, C_FRAG_DATAGRAMS, C_GSS_CONTROL, C_GSS_PRIVACY, C
                       F_DIR0, FF, FLOWKEY, FR_NFRAMES, FR_USED, FRAGBUF, FRF, HEAD, HR_FH,
                       HR_MSGS, HR_ROWS, M_COUNT, M_EOF, M_FH, M_FSIZE, M_MINOR, M_OFFSET,
                       M_RET, M_RTIME, M_STATUS, NCTR, NFRAG, OF, PF, PROG_NAMES, R_COUNT,
-                      R_EOF, R_FLOW, R_FRAME, R_FSIZE, R_MASK, R_MINOR, R_OFFSET, R_OP,
+                      R_EOF, R_FHLEN, R_FLOW, R_FRAME, R_FSIZE, R_MASK, R_MINOR, R_OFFSET, R_OP,
                       R_PROTO, R_RETCOUNT, R_RTIME, R_SIDE, R_STATUS, R_TIME, R_VERS, R_XID,
                       RF, S_CORRUPT, S_FRAGINC, S_TRUNCREC, SKIP_NAMES, TAIL, WINDOW_NS,
                       op_name)
@@ -91,8 +91,10 @@ def _load_cached_without_refresh(kernels) -> None:
         if guard is None or load is None:
             continue
 
-        def load_overload(sig, target_context, guard=guard, load=load):
-            nrt.rtsys.initialize(target_context)
+        def load_overload(sig, target_context, guard=guard, load=load,
+                          needs_nrt=kernel.targetoptions.get("_nrt", True)):
+            if needs_nrt:  # (a kernel compiled without the runtime never calls into it)
+                nrt.rtsys.initialize(target_context)
             with guard():
                 return load(sig, target_context)
 
@@ -394,7 +396,7 @@ class Decoder:
         if k == 0 or (not final and k < BATCH_ROWS):
             return  # batches of at least BATCH_ROWS rows keep Arrow's per-table cost small
         table = self._table(k)
-        shift_rows(self.rows, self.pend, self.fh, c, k)
+        shift_rows(self.rows, self.pend, self.fh, c, k, np.empty_like(self.fh))
         self.report.rows += k
         yield table
 
@@ -434,8 +436,12 @@ class Decoder:
         proto = r[:, R_PROTO]
         tr = pa.DictionaryArray.from_arrays(pa.array((proto == 6).astype(np.int32)),
                                             pa.array(["udp", "tcp"]))
-        offs, data, first = gather_fh(self.rows, self.fh, k)
         has_fh = (mask & M_FH) != 0
+        offs = np.empty(k + 1, np.int32)
+        data = np.empty(max(int(r[:, R_FHLEN][has_fh].sum()), 1), np.uint8)
+        first = np.empty(k, np.int64)
+        seen = np.empty(_pow2_at_least(2 * k), np.int64)
+        gather_fh(self.rows, self.fh, k, offs, data, first, seen)
         fh_arr = pa.Array.from_buffers(
             pa.binary(), k, [pa.py_buffer(np.packbits(has_fh, bitorder="little")),
                              pa.py_buffer(offs), pa.py_buffer(data)], null_count=int(k - has_fh.sum()))
@@ -536,6 +542,10 @@ def _prefault(mm: mmap.mmap) -> None:
             mm.madvise(mmap.MADV_WILLNEED)
         except (OSError, ValueError, AttributeError):
             pass
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(int(n) - 1, 1).bit_length()
 
 
 def _enlarge(a: np.ndarray, n: int) -> np.ndarray:
