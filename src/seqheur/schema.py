@@ -128,7 +128,11 @@ def _to_arrow(value: Any, typ: pa.DataType | None) -> pa.Array | pa.ChunkedArray
     if typ is None:
         return arr
     if pa.types.is_timestamp(typ) and pa.types.is_integer(arr.type):
-        arr = arr.cast(pa.int64()).view(typ) if hasattr(arr, "view") else arr.cast(typ)
+        # (no cast when the integers are int64 already: a cast imports pyarrow.compute, a
+        # measurable share of a small capture's `seqheur ingest`)
+        if arr.type != pa.int64():
+            arr = arr.cast(pa.int64())
+        arr = arr.view(typ)
     if pa.types.is_dictionary(typ) and not pa.types.is_dictionary(arr.type):
         arr = arr.cast(pa.string()).dictionary_encode()
         if arr.type != typ:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import click
@@ -50,6 +52,12 @@ def ingest(traces: tuple[str, ...], output: Path, fmt: str | None, as_json: bool
       seqheur ingest capture.pcap.gz -o requests.parquet --json
       seqheur ingest 'traces/anon-*.txt.gz' -o campus/ --workers 2
     """
+    if "numpy" not in sys.modules:
+        # numpy's OpenBLAS starts a thread per core as numpy is imported, and those threads
+        # spin for a while: 0.06 s of CPU in a fresh process, with no linear algebra on this
+        # path to use them (a value the user set is kept; in-process callers have numpy
+        # already, and for them this would come too late to matter)
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     single = len(traces) == 1 and Path(traces[0]).is_file()
     if single:
         # (the executors and the dataset writer are imported only for several traces: their

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ...errors import IngestError
 from ...io import decompression_errors, open_input
-from ...schema import IngestReport, build_request_table
+from ...schema import IngestReport, build_request_table, crc32_of, file_id_of
 from . import container as ct
 from ._layout import (C_CALLS, C_FRAG_DATAGRAMS, C_GSS_CONTROL, C_GSS_PRIVACY, C_MATCHED,
                       C_NFH, C_NFLOWS, C_NFS4_UNKNOWN_OP, C_NFS_UNDECODED, C_NFS_VERS_OTHER,
@@ -32,7 +32,7 @@ from ._layout import (C_CALLS, C_FRAG_DATAGRAMS, C_GSS_CONTROL, C_GSS_PRIVACY, C
                       F_DIR0, FF, FLOWKEY, FR_NFRAMES, FR_USED, FRAGBUF, FRF, HEAD, HR_FH,
                       HR_MSGS, HR_ROWS, M_COUNT, M_EOF, M_FH, M_FSIZE, M_MINOR, M_OFFSET,
                       M_RET, M_RTIME, M_STATUS, NCTR, NFRAG, OF, PF, PROG_NAMES, R_COUNT,
-                      R_EOF, R_FLOW, R_FRAME, R_FSIZE, R_MASK, R_MINOR, R_OFFSET, R_OP,
+                      R_EOF, R_FHLEN, R_FLOW, R_FRAME, R_FSIZE, R_MASK, R_MINOR, R_OFFSET, R_OP,
                       R_PROTO, R_RETCOUNT, R_RTIME, R_SIDE, R_STATUS, R_TIME, R_VERS, R_XID,
                       RF, S_CORRUPT, S_FRAGINC, S_TRUNCREC, SKIP_NAMES, TAIL, WINDOW_NS,
                       op_name)
@@ -70,6 +70,40 @@ from ._kernel import (expire, fnv_rehash, gather_fh, headroom_units, note_skip, 
 # an example
 _NO_EXAMPLE = frozenset({"tcp_no_payload", "not_ip", "not_tcp_udp", "udp_not_rpc"})
 from .tcp import compact_ooo, drain  # noqa: E402
+
+
+def _load_cached_without_refresh(kernels) -> None:
+    """Let these kernels load their cached machine code without numba's target refresh.
+
+    Before it loads a function from its on-disk cache, numba refreshes its whole CPU target:
+    it imports and registers the implementation of every feature it can compile (~0.1 s of
+    CPU, a fifth of a small capture's ``seqheur ingest``). Compiling needs that; loading
+    compiled code needs only the runtime's allocator (for the kernels that allocate). On a
+    cache miss numba's compiler refreshes the target itself, so a kernel compiled here is
+    compiled as before. With a numba whose cache lacks the methods used, or with caching
+    off, the kernels load as usual."""
+    from numba.core.runtime import nrt
+
+    for kernel in kernels:
+        cache = getattr(kernel, "_cache", None)
+        guard = getattr(cache, "_guard_against_spurious_io_errors", None)
+        load = getattr(cache, "_load_overload", None)
+        if guard is None or load is None:
+            continue
+
+        def load_overload(sig, target_context, guard=guard, load=load,
+                          needs_nrt=kernel.targetoptions.get("_nrt", True)):
+            if needs_nrt:  # (a kernel compiled without the runtime never calls into it)
+                nrt.rtsys.initialize(target_context)
+            with guard():
+                return load(sig, target_context)
+
+        cache.load_overload = load_overload
+
+
+_load_cached_without_refresh((ct.walk_pcap, ct.walk_pcapng, process, note_skip, headroom_units,
+                              fnv_rehash, expire, settle, shift_rows, gather_fh, compact_ooo,
+                              drain))
 
 CHUNK = 8 << 20
 BATCH_ROWS = 1 << 16
@@ -362,7 +396,7 @@ class Decoder:
         if k == 0 or (not final and k < BATCH_ROWS):
             return  # batches of at least BATCH_ROWS rows keep Arrow's per-table cost small
         table = self._table(k)
-        shift_rows(self.rows, self.pend, self.fh, c, k)
+        shift_rows(self.rows, self.pend, self.fh, c, k, np.empty_like(self.fh))
         self.report.rows += k
         yield table
 
@@ -402,17 +436,34 @@ class Decoder:
         proto = r[:, R_PROTO]
         tr = pa.DictionaryArray.from_arrays(pa.array((proto == 6).astype(np.int32)),
                                             pa.array(["udp", "tcp"]))
-        offs, data = gather_fh(self.rows, self.fh, k)
         has_fh = (mask & M_FH) != 0
+        offs = np.empty(k + 1, np.int32)
+        data = np.empty(max(int(r[:, R_FHLEN][has_fh].sum()), 1), np.uint8)
+        first = np.empty(k, np.int64)
+        seen = np.empty(_pow2_at_least(2 * k), np.int64)
+        gather_fh(self.rows, self.fh, k, offs, data, first, seen)
         fh_arr = pa.Array.from_buffers(
             pa.binary(), k, [pa.py_buffer(np.packbits(has_fh, bitorder="little")),
                              pa.py_buffer(offs), pa.py_buffer(data)], null_count=int(k - has_fh.sum()))
+        # file_id and fh_crc32 of each distinct handle (the kernel found them), as
+        # schema.fh_columns computes them; here without Arrow's dictionary_encode, whose
+        # pyarrow.compute import costs 0.03 s of CPU, a twentieth of a small capture's ingest
+        lead = np.flatnonzero(first == np.arange(k))
+        handles = [data[offs[r]:offs[r + 1]].tobytes() for r in lead.tolist()]
+        which = np.zeros(k, np.int64)
+        which[lead] = np.arange(len(lead))
+        which = which[np.maximum(first, 0)]
+        ids = np.fromiter((file_id_of(h) for h in handles), np.uint64, len(handles))
+        crcs = np.fromiter((crc32_of(h) for h in handles), np.uint32, len(handles))
+        no_fh = ~has_fh
 
-        def col(field: int, bit: int, typ: pa.DataType) -> pa.Array:
+        def col(field: int, bit: int, dtype: type) -> pa.Array:
+            # converted by numpy, not by an Arrow cast: the cast imports pyarrow.compute
+            # (~0.025 s of CPU, a twentieth of a small capture's ingest); the kernels store
+            # these fields from XDR words of the column's width, so the values fit
             vals = r[:, field]
-            if typ in (pa.uint64(),):
-                vals = vals.view(np.uint64)
-            return pa.array(vals, mask=(mask & bit) == 0).cast(typ)
+            vals = vals.view(np.uint64) if dtype is np.uint64 else vals.astype(dtype)
+            return pa.array(vals, mask=(mask & bit) == 0)
 
         columns = {
             "time": pa.array(r[:, R_TIME], pa.int64()),
@@ -422,15 +473,18 @@ class Decoder:
             "transport": tr,
             "xid": pa.array(r[:, R_XID].astype(np.uint32)),
             "vers": pa.array(r[:, R_VERS].astype(np.uint8)),
-            "minor": col(R_MINOR, M_MINOR, pa.uint8()),
+            "minor": col(R_MINOR, M_MINOR, np.uint8),
             "op": op_arr,
             "fh": fh_arr,
-            "offset": col(R_OFFSET, M_OFFSET, pa.uint64()),
-            "count": col(R_COUNT, M_COUNT, pa.uint32()),
-            "ret_count": col(R_RETCOUNT, M_RET, pa.uint32()),
+            "file_id": pa.array(ids[which] if len(ids) else np.zeros(k, np.uint64), mask=no_fh),
+            "fh_crc32": pa.array(crcs[which] if len(crcs) else np.zeros(k, np.uint32),
+                                 mask=no_fh),
+            "offset": col(R_OFFSET, M_OFFSET, np.uint64),
+            "count": col(R_COUNT, M_COUNT, np.uint32),
+            "ret_count": col(R_RETCOUNT, M_RET, np.uint32),
             "eof": pa.array(r[:, R_EOF] != 0, mask=(mask & M_EOF) == 0),
-            "status": col(R_STATUS, M_STATUS, pa.uint32()),
-            "file_size": col(R_FSIZE, M_FSIZE, pa.uint64()),
+            "status": col(R_STATUS, M_STATUS, np.uint32),
+            "file_size": col(R_FSIZE, M_FSIZE, np.uint64),
             "source_index": pa.array(r[:, R_FRAME].astype(np.uint64)),
         }
         return build_request_table(columns, n=k)
@@ -488,6 +542,10 @@ def _prefault(mm: mmap.mmap) -> None:
             mm.madvise(mmap.MADV_WILLNEED)
         except (OSError, ValueError, AttributeError):
             pass
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(int(n) - 1, 1).bit_length()
 
 
 def _enlarge(a: np.ndarray, n: int) -> np.ndarray:

@@ -1,7 +1,11 @@
 """Top-level numba kernels of the decoder: the per-frame loop, call expiry, row batches.
 
 Kept apart from the Python driver (_engine.py) so that editing the driver does not invalidate
-the compiled cache of the (large) frame kernel.
+the compiled cache of the (large) frame kernel. The kernels run once per batch do not allocate
+(the driver passes their outputs and scratch space) and copy with loops, not slice
+assignment: then they need neither numba's runtime nor its array module, whose set-up a
+fresh process pays when it loads a cached kernel using them (0.04 s of CPU, a tenth of a
+small capture's `seqheur ingest`).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from ._layout import (C_DEFERRED, C_NFH, C_SKIP0, C_NFLOWS, C_NJOIN, C_NOW, C_NP
                       C_OOOBYTES, C_OOON, C_ORPHAN_CALLS, C_SLOTTOP, HR_FH, HR_MSGS, HR_ROWS,
                       M_FH, NJ, NJA, P_KEY, P_NROWS, P_PROC, P_PROG, P_ROW0, P_STATE, P_TIME,
                       R_DONE, R_FHLEN, R_FHOFF, R_MASK, S_BADIF, S_CORRUPT)
-from ._xdr import be16, be32
+from ._xdr import be16, be32, copy
 from .net import flow_get, frame_outcome, l4
 from .tcp import tcp_segment
 from .rpc import join_insert
@@ -113,7 +117,7 @@ def fnv_rehash(fkey, n, size):
     return fhash
 
 
-@njit(**NJA)
+@njit(**NJ)
 def expire(pend, jt, rows, ctr, cutoff):
     """Forget calls made before ``cutoff`` (capture ns); compact the table; rebuild the join.
 
@@ -138,16 +142,19 @@ def expire(pend, jt, rows, ctr, cutoff):
                     rows[r0 + k, R_DONE] = 1
             continue
         if w != e:
-            pend[w, :] = pend[e, :]
+            for j in range(pend.shape[1]):
+                pend[w, j] = pend[e, j]
         w += 1
     ctr[C_NPEND] = w
-    jt[:, :] = 0
+    for i in range(jt.shape[0]):
+        jt[i, 0] = 0
+        jt[i, 1] = 0
     ctr[C_NJOIN] = 0
     for e in range(w):
         join_insert(jt, pend[e, P_KEY], e, ctr)
 
 
-@njit(**NJA)
+@njit(**NJ)
 def settle(rows, pend, fh, ctr, upto):
     """Number k of leading rows that are final (reply seen or call expired), at most upto."""
     k = 0
@@ -156,43 +163,72 @@ def settle(rows, pend, fh, ctr, upto):
     return k
 
 
-@njit(**NJA)
-def shift_rows(rows, pend, fh, ctr, k):
-    """Drop rows [0, k) (already emitted): move the rest down, re-point calls and handles."""
+@njit(**NJ)
+def shift_rows(rows, pend, fh, ctr, k, scratch):
+    """Drop rows [0, k) (already emitted): move the rest down, re-point calls and handles
+    (``scratch``: as many bytes as ``fh``)."""
     n = ctr[C_NROWS]
     m = n - k
-    rows[0:m, :] = rows[k:n, :].copy()
+    for r in range(m):  # upwards: row k + r is read before anything overwrites it
+        for j in range(rows.shape[1]):
+            rows[r, j] = rows[k + r, j]
     for e in range(ctr[C_NPEND]):
         r0 = pend[e, P_ROW0]
         if r0 >= 0:
             pend[e, P_ROW0] = r0 - k if r0 >= k else -1
     ctr[C_NROWS] = m
     # compact the handle arena to the remaining rows' handles
-    newfh = np.empty(fh.shape[0], np.uint8)
     w = 0
     for r in range(m):
         if rows[r, R_MASK] & M_FH:
             o = rows[r, R_FHOFF]
             ln = rows[r, R_FHLEN]
-            newfh[w:w + ln] = fh[o:o + ln]
+            copy(scratch, w, fh, o, ln)
             rows[r, R_FHOFF] = w
             w += ln
-    fh[0:w] = newfh[0:w]
+    copy(fh, 0, scratch, 0, w)
     ctr[C_NFH] = w
 
 
-@njit(**NJA)
-def gather_fh(rows, fh, k):
-    """Arrow binary buffers (offsets int32, data) for the handles of rows [0, k)."""
-    offs = np.zeros(k + 1, np.int32)
+@njit(**NJ)
+def gather_fh(rows, fh, k, offs, data, first, seen):
+    """Fill the Arrow binary buffers of the handles of rows [0, k) (``offs``: k + 1 int32
+    offsets, ``data``: their bytes) and, for each row, ``first``: the first of those rows
+    holding the same handle bytes (-1: no handle), so that each distinct handle is hashed
+    once into ``file_id`` and ``fh_crc32``. ``seen``: a power of two >= 2k of int64."""
     total = 0
+    offs[0] = 0
     for r in range(k):
         if rows[r, R_MASK] & M_FH:
+            copy(data, total, fh, rows[r, R_FHOFF], rows[r, R_FHLEN])
             total += rows[r, R_FHLEN]
         offs[r + 1] = total
-    data = np.empty(max(total, 1), np.uint8)
+    for j in range(seen.shape[0]):
+        seen[j] = -1
+    mask = np.uint64(seen.shape[0] - 1)  # open addressing on FNV-1a of the handle bytes
     for r in range(k):
+        first[r] = -1
         if rows[r, R_MASK] & M_FH:
-            o = rows[r, R_FHOFF]
-            data[offs[r]:offs[r + 1]] = fh[o:o + rows[r, R_FHLEN]]
-    return offs, data
+            a = offs[r]
+            n = offs[r + 1] - a
+            h = np.uint64(0xCBF29CE484222325)
+            for i in range(a, a + n):
+                h = (h ^ np.uint64(data[i])) * np.uint64(0x100000001B3)
+            j = np.int64(h & mask)
+            while first[r] < 0:
+                q = seen[j]
+                if q < 0:
+                    seen[j] = r
+                    first[r] = r
+                elif offs[q + 1] - offs[q] == n and _same_bytes(data, offs[q], a, n):
+                    first[r] = q
+                else:
+                    j = np.int64((np.uint64(j) + np.uint64(1)) & mask)
+
+
+@njit(**NJ)
+def _same_bytes(data, a, b, n):
+    for i in range(n):
+        if data[a + i] != data[b + i]:
+            return False
+    return True
