@@ -20,7 +20,7 @@ of them the READ waits for (``sync``; read-ahead is asynchronous). This model ti
   The thread is free once the reply is handed to the network.
 * **disk** — one queue, ``fifo`` (arrival order) or ``cscan`` (one-way elevator by the byte
   address of the file placement, :meth:`seqheur.disk.model.DiskModel.place`), feeding the
-  drive model one read at a time (:func:`seqheur.disk.model.service_kernel`, its state carried
+  drive model one read at a time (:func:`seqheur.disk.model.service_read`, its state carried
   from read to read; the time the drive was idle before a read lets its own read-ahead run).
 * **block layer** (Linux's, read at the source: block/blk-throttle.c, block/blk-merge.c,
   block/blk-mq.c) — the disk profile's host throttle (``DiskProfile.throttle``: a
@@ -49,7 +49,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from ..disk.model import I_HZ, extent_address, service_kernel, throttle_step
+from ..disk.model import I_HZ, extent_address, service_read, throttle_step
 from ..options import param
 
 NAME = "closed-loop"
@@ -326,9 +326,7 @@ def new_disk(inputs: TimingInputs, addr: np.ndarray, op_file: np.ndarray, op_off
     _, *drive = model.kernel_args()
     return Disk(np.empty(m, i64), np.empty(m, i64), addr, op_file, op_off, op_len,
                 place.ext_first, place.ext_base, model.drive_params(), *drive,
-                model.new_state(), np.zeros(1), np.zeros(1, i64), np.zeros(1, i64),
-                np.zeros(1, i64), np.zeros(1), np.zeros(1, np.uint8),
-                np.empty((6, b), i64),
+                model.new_state(), np.empty((6, b), i64),
                 np.array([max_request if merge != "off" else 0, 0, merge == "plug", 0, 0], i64),
                 model.iparams, np.array([1.0 if throttled else 0.0, 0.0]))
 
@@ -570,8 +568,7 @@ def _rpcs(nbytes, rsize):
 class Disk(NamedTuple):
     """The disk queue and the drive: the queued reads (``fifo``: ``dq[head:tail]`` in
     arrival order; ``cscan``: ``dq[:tail]`` sorted by address, then arrival, with their
-    addresses in ``qaddr``), the drive model's arrays and state, and one-read buffers for
-    calls into it."""
+    addresses in ``qaddr``), the drive model's arrays and state."""
 
     dq: np.ndarray  # int64[m]
     qaddr: np.ndarray  # int64[m]
@@ -588,12 +585,6 @@ class Disk(NamedTuple):
     zone_start: np.ndarray
     zone_rate: np.ndarray
     dstate: np.ndarray
-    idle: np.ndarray  # float64[1]: host-idle seconds before the read
-    one_file: np.ndarray  # int64[1]: the read handed to the drive model
-    one_off: np.ndarray
-    one_len: np.ndarray
-    out_s: np.ndarray  # float64[1]: its service time
-    out_f: np.ndarray  # uint8[1]: its flags
     # The block layer's requests, int64[6, m] (m = 0 when there is no block layer: no
     # merging, no throttle; one array, not six: fewer fields to pass to every call). The
     # queue holds each request's first read (its head); the reads merged into it follow in
@@ -798,20 +789,18 @@ def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, now, idle_s):
     else:
         j = d.dq[head]
         head += 1
-    d.idle[0] = idle_s
-    d.one_file[0] = d.op_file[j]
     if d.rq.shape[1]:  # the block layer's request
-        d.one_off[0] = d.rq[2, j]
-        d.one_len[0] = d.rq[3, j]
-        end = d.rq[4, j] + d.rq[3, j]
+        off = d.rq[2, j]
+        length = d.rq[3, j]
+        end = d.rq[4, j] + length
     else:
-        d.one_off[0] = d.op_off[j]
-        d.one_len[0] = d.op_len[j]
-        end = d.addr[j] + d.op_len[j]
-    service_kernel(d.one_file, d.one_off, d.one_len, d.idle, d.ext_first, d.ext_base,
-                   extent_bytes, d.ip, d.fp, d.seek_d, d.seek_t, d.zone_start, d.zone_rate,
-                   d.dstate, d.out_s, d.out_f)
-    return j, d.out_s[0], head, tail, end
+        off = d.op_off[j]
+        length = d.op_len[j]
+        end = d.addr[j] + length
+    service, _ = service_read(d.op_file[j], off, length, True, idle_s, d.ext_first,
+                              d.ext_base, extent_bytes, d.ip, d.fp, d.seek_d, d.seek_t,
+                              d.zone_start, d.zone_rate, d.dstate)
+    return j, service, head, tail, end
 
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
@@ -930,7 +919,7 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
                     node_free = k
                     k = after
                 j = d.rq[0, j] if d.rq.shape[1] else NO_LINK
-        if not disk_busy:
+        if not disk_busy and (dq_head != dq_tail or d.gate[0] > 0.0):  # else nothing to do
             j, service, dq_head, dq_tail, end = _serve_next(d, dq_head, dq_tail, head_addr,
                                                             cscan,
                                                        extent_bytes, now, now - disk_free_at)
@@ -1137,7 +1126,7 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
             cpu_len += 1
             seq += 1
         # an idle disk starts the next read of its queue
-        if not disk_busy:
+        if not disk_busy and (dq_head != dq_tail or d.gate[0] > 0.0):  # else nothing to do
             j, service, dq_head, dq_tail, end = _serve_next(d, dq_head, dq_tail, head_addr,
                                                             cscan,
                                                        extent_bytes, now, now - disk_free_at)
