@@ -522,6 +522,32 @@ def _read_done(j, f, w):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def _request_done(j, d, w, free, ready_r, ready_slot):
+    """The drive has served the request whose first read is j (NO_LINK: none, the throttle's
+    hold ended): its reads are done, in the order they joined it, and each one's waiters, in
+    READ order, wait for it no more. The READs left waiting for nothing go to ``ready_r``
+    (their slots to ``ready_slot``) in that order, the order they reply in; returns how
+    many, and the node pool's free list. At most one READ a slot: ``slots`` entries."""
+    nready = 0
+    while j != NO_LINK:
+        _read_done(j, d.op_file[j], w)
+        k = w.w_head[j]
+        while k != NO_LINK:
+            slot = w.node_slot[k]
+            w.pending[slot] -= 1
+            if w.pending[slot] == 0:
+                ready_r[nready] = w.node_r[k]
+                ready_slot[nready] = slot
+                nready += 1
+            after = w.node_next[k]
+            w.node_next[k] = free
+            free = k
+            k = after
+        j = d.rq[0, j] if d.rq.shape[1] else NO_LINK
+    return nready, free
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def _send(r, now, nbytes, rate, link_free):
     """READ r's reply goes on the wire after the replies before it; returns when it leaves
     the wire (the wire is free again then)."""
@@ -822,6 +848,9 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
     # slot numbers free for the next READs (a stack): a READ's is free once it replies
     free_slot = np.arange(slots - 1, -1, -1, dtype=np.int64)
     nfree = slots
+    # the READs a finished request lets reply, in order (at most one a slot)
+    ready_r = np.empty(slots, np.int64)
+    ready_slot = np.empty(slots, np.int64)
     # client: READ y takes the slot freed by the (y - slots)-th reply to arrive (the first
     # slots READs: free at 0); replies arrive in the order they are sent
     free_at = np.zeros(ring)  # for READ y at y & mask, once known
@@ -898,27 +927,15 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
             disk_busy = False
             if disk_op != NO_LINK:  # a read done, not the throttle's hold
                 disk_free_at = now
-            j = disk_op
-            while j != NO_LINK:  # the request's reads, in the order they joined it
-                _read_done(j, d.op_file[j], w)
-                # its waiters, in READ order: those waiting for nothing else reply
-                k = w.w_head[j]
-                while k != NO_LINK:
-                    r = w.node_r[k]
-                    slot = w.node_slot[k]
-                    w.pending[slot] -= 1
-                    if w.pending[slot] == 0:
-                        link_free = _send(r, now, nbytes, rate, link_free)
-                        done[r] = link_free + half_rtt
-                        free_at[known & mask] = done[r]
-                        known += 1
-                        free_slot[nfree] = slot
-                        nfree += 1
-                    after = w.node_next[k]
-                    w.node_next[k] = node_free
-                    node_free = k
-                    k = after
-                j = d.rq[0, j] if d.rq.shape[1] else NO_LINK
+            nready, node_free = _request_done(disk_op, d, w, node_free, ready_r, ready_slot)
+            for i in range(nready):  # they reply, in that order
+                r = ready_r[i]
+                link_free = _send(r, now, nbytes, rate, link_free)
+                done[r] = link_free + half_rtt
+                free_at[known & mask] = done[r]
+                known += 1
+                free_slot[nfree] = ready_slot[i]
+                nfree += 1
         if not disk_busy and (dq_head != dq_tail or d.gate[0] > 0.0):  # else nothing to do
             j, service, dq_head, dq_tail, end = _serve_next(d, dq_head, dq_tail, head_addr,
                                                             cscan,
@@ -953,6 +970,9 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
     # slot numbers free for the next READs (a stack): a READ's is free once its reply arrives
     free_slot = np.arange(slots - 1, -1, -1, dtype=np.int64)
     nfree = slots
+    # the READs a finished request lets reply, in order (at most one a slot)
+    ready_r = np.empty(slots, np.int64)
+    ready_slot = np.empty(slots, np.int64)
     seq = np.int64(0)
     # client: READs [0, nxt) issued; the retry event
     nxt = 0
@@ -1090,30 +1110,18 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
             disk_busy = False
             if disk_op != NO_LINK:  # a read done, not the throttle's hold
                 disk_free_at = now
-            j = disk_op
-            while j != NO_LINK:  # the request's reads, in the order they joined it
-                _read_done(j, d.op_file[j], w)
-                # its waiters, in READ order: those waiting for nothing else reply
-                k = w.w_head[j]
-                while k != NO_LINK:
-                    r = w.node_r[k]
-                    slot = w.node_slot[k]
-                    w.pending[slot] -= 1
-                    if w.pending[slot] == 0:
-                        link_free = _send(r, now, nbytes, rate, link_free)
-                        q = (rv_head + rv_len) & mask
-                        rv_t[q] = link_free + half_rtt
-                        rv_seq[q] = seq
-                        rv_r[q] = r
-                        rv_slot[q] = slot
-                        rv_len += 1
-                        seq += 1
-                        idle_threads += 1
-                    after = w.node_next[k]
-                    w.node_next[k] = node_free
-                    node_free = k
-                    k = after
-                j = d.rq[0, j] if d.rq.shape[1] else NO_LINK
+            nready, node_free = _request_done(disk_op, d, w, node_free, ready_r, ready_slot)
+            for i in range(nready):  # they reply, in that order
+                r = ready_r[i]
+                link_free = _send(r, now, nbytes, rate, link_free)
+                q = (rv_head + rv_len) & mask
+                rv_t[q] = link_free + half_rtt
+                rv_seq[q] = seq
+                rv_r[q] = r
+                rv_slot[q] = ready_slot[i]
+                rv_len += 1
+                seq += 1
+                idle_threads += 1
         # free threads take arrived READs in arrival order
         while idle_threads > 0 and nq_len > 0:
             r = nq[nq_head]
