@@ -55,7 +55,8 @@ from ..options import param
 NAME = "closed-loop"
 #: Jitted functions that call into other modules (the drive model): the replay caches them
 #: on disk keyed by every source they reach, not by this file alone.
-KERNELS = ("simulate", "simulate_exact", "op_address", "_serve_next")
+KERNELS = ("simulate", "_short_loop", "simulate_exact", "_exact_loop", "op_address",
+           "_serve_next")
 DOC = ("clients with N outstanding READs (think time from the trace or none), network RTT "
        "and bandwidth, nfsd threads with CPU per RPC, asynchronous read-ahead, a fifo or "
        "cscan disk queue feeding the drive model; event by event")
@@ -422,7 +423,7 @@ def new_waits(op_req, nfiles, slots):
                  np.empty(nodes, np.int64), node_next)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _issued(x, slot, file, op_req, op_file, op_ptr, w):
     """READ x is issued into ``slot``: its disk reads (from ``op_ptr`` on, those of
     ``op_req == x``) are ranked among their file's and not done until the disk says so.
@@ -445,7 +446,7 @@ def _issued(x, slot, file, op_req, op_file, op_ptr, w):
     return op_ptr
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _server_has(x, slot, file, offset, nbytes, op_sync, op_off, op_len, d, dq_head, dq_tail,
                 cscan, now, w, free):
     """READ x's CPU work is done: its disk reads enter the queue (``dq_head:dq_tail``), and
@@ -476,7 +477,7 @@ def _server_has(x, slot, file, offset, nbytes, op_sync, op_off, op_len, d, dq_he
     return dq_tail, free
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _wait_for(j, r, slot, w, free):
     """READ r (in ``slot``) waits for disk read j: a node from the free list into j's list
     of waiters, kept in READ order (CPU events come nearly in READ order: almost always an
@@ -508,7 +509,7 @@ def _wait_for(j, r, slot, w, free):
     return free
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _read_done(j, f, w):
     """Disk read j (of file f) is done: no longer in flight."""
     after = w.live_next[j]
@@ -521,7 +522,7 @@ def _read_done(j, f, w):
         w.live_next[before] = after
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _request_done(j, d, w, free, ready_r, ready_slot):
     """The drive has served the request whose first read is j (NO_LINK: none, the throttle's
     hold ended): its reads are done, in the order they joined it, and each one's waiters, in
@@ -547,7 +548,7 @@ def _request_done(j, d, w, free, ready_r, ready_slot):
     return nready, free
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _send(r, now, nbytes, rate, link_free):
     """READ r's reply goes on the wire after the replies before it; returns when it leaves
     the wire (the wire is free again then)."""
@@ -555,7 +556,7 @@ def _send(r, now, nbytes, rate, link_free):
     return start + (nbytes[r] / rate if rate > 0 else 0.0)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _cpu_event(t, s, r, slot, cpu_t, cpu_seq, cpu_r, cpu_slot, head, length):
     """Queue the CPU event of READ r (in ``slot``) at time t (sequence s) in the ring of CPU
     events, sorted by time; among equal times after the ones queued before."""
@@ -585,7 +586,7 @@ def _ring_size(slots):
     return ring
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _rpcs(nbytes, rsize):
     """RPCs of a READ of ``nbytes``: ceil(nbytes / rsize), at least one."""
     return (nbytes + rsize - 1) // rsize if nbytes > rsize else 1
@@ -672,7 +673,7 @@ def _merge(d, j, k, how, cscan):
             d.qaddr[k] = d.rq[4, h]
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _enqueue(d, j, head, tail, cscan, now):
     """Disk read j is submitted at ``now``; returns the disk queue's new end (the queue is
     ``dq[head:tail]``, or ``dq[:tail]`` with ``cscan``).
@@ -782,7 +783,7 @@ def _throttle_release(d, now, tail, cscan):
     return tail
 
 
-@njit(nogil=True, _nrt=False)  # cached by the replay, keyed by sources: calls the drive model
+@njit(nogil=True, _nrt=False, inline="always")  # cached by the replay, keyed by sources: calls the drive model
 def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, now, idle_s):
     """The idle disk takes the next request of its queue at ``now``, after ``idle_s``
     seconds idle, and serves it with the drive model as one read: the oldest (fifo), or the
@@ -836,32 +837,42 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
     ``issue`` and ``done`` (client times, s) and returns the disk's busy seconds, when it
     finished its last read, and False when a CPU event and the disk's fell at the same time
     (then nothing returned holds: run :func:`simulate_exact`). ``arrive``: per READ the
-    earliest issue time (s), or empty (no think time)."""
-    n = nbytes.size
-    m = op_off.size
-    think = arrive.size > 0
-    w = new_waits(op_req, nfiles, slots)
+    earliest issue time (s), or empty (no think time). Allocates the loop's state and runs
+    :func:`_short_loop`."""
     ring = _ring_size(slots)  # queues of at most slots events, indexed modulo a power of 2
-    mask = ring - 1
+    return _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len,
+                       slots, half_rtt, rate, cpu_s, cscan, extent_bytes, d, issue, done,
+                       new_waits(op_req, nfiles, slots),
+                       np.arange(slots - 1, -1, -1, dtype=np.int64), np.empty(slots, np.int64),
+                       np.empty(slots, np.int64), np.zeros(ring), np.empty(ring),
+                       np.empty(ring, np.int64), np.empty(ring, np.int64),
+                       np.empty(ring, np.int64))
+
+
+@njit(nogil=True, _nrt=False)  # cached on disk by the replay, keyed by sources
+def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
+                half_rtt, rate, cpu_s, cscan, extent_bytes, d, issue, done, w, free_slot,
+                ready_r, ready_slot, free_at, cpu_t, cpu_r, cpu_slot, no_seq):
+    """:func:`simulate`'s loop, over state allocated for it: without reference counting
+    (``_nrt=False``), the disk queue's helpers are inlined into it rather than called with
+    every array of the drive model and the queue as arguments. ``free_slot``: slot numbers
+    free for the next READs (a stack; all, top first); ``ready_*``: ``slots`` entries;
+    ``free_at`` (zeros), ``cpu_*`` and ``no_seq``: rings of ``_ring_size(slots)``."""
+    n = nbytes.size
+    think = arrive.size > 0
+    mask = free_at.size - 1
     node_free = 0
     op_ptr = 0
-    # slot numbers free for the next READs (a stack): a READ's is free once it replies
-    free_slot = np.arange(slots - 1, -1, -1, dtype=np.int64)
+    # slot numbers free for the next READs: a READ's is free once it replies
     nfree = slots
-    # the READs a finished request lets reply, in order (at most one a slot)
-    ready_r = np.empty(slots, np.int64)
-    ready_slot = np.empty(slots, np.int64)
     # client: READ y takes the slot freed by the (y - slots)-th reply to arrive (the first
-    # slots READs: free at 0); replies arrive in the order they are sent
-    free_at = np.zeros(ring)  # for READ y at y & mask, once known
+    # slots READs: free at 0); replies arrive in the order they are sent; free_at holds
+    # READ y's at y & mask, once known
     known = slots  # READs [0, known) have their slot's time
     nxt = 0
     last_issue = 0.0
-    # CPU events, sorted by time
-    cpu_t = np.empty(ring)
-    cpu_r = np.empty(ring, np.int64)
-    cpu_slot = np.empty(ring, np.int64)
-    no_seq = np.empty(ring, np.int64)  # CPU events of this loop have no sequence numbers
+    # CPU events, sorted by time (cpu_*; no_seq: CPU events of this loop have no sequence
+    # numbers)
     cpu_head = 0
     cpu_len = 0
     link_free = 0.0
@@ -959,20 +970,36 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
                    done):
     """Run every event in (time, sequence) order; fills ``issue`` and ``done`` (client times,
     s) and returns the disk's busy seconds and when it finished its last read. ``arrive``:
-    per READ the earliest issue time (s), or empty (no think time)."""
+    per READ the earliest issue time (s), or empty (no think time). Allocates the loop's
+    state and runs :func:`_exact_loop`."""
+    ring = _ring_size(slots)  # queues of at most slots events, indexed modulo a power of 2
+    i64 = np.int64
+    return _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len,
+                       slots, half_rtt, rate, cpu_s, nfsd, cscan, extent_bytes, d, issue, done,
+                       new_waits(op_req, nfiles, slots), np.arange(slots - 1, -1, -1, dtype=i64),
+                       np.empty(slots, i64), np.empty(slots, i64), np.empty(ring, i64),
+                       np.empty(ring, i64), np.empty(ring, i64), np.empty(ring, i64),
+                       np.empty(ring), np.empty(ring, i64), np.empty(ring, i64),
+                       np.empty(ring, i64), np.empty(ring), np.empty(ring, i64),
+                       np.empty(ring, i64), np.empty(ring, i64))
+
+
+@njit(nogil=True, _nrt=False)  # cached on disk by the replay, keyed by sources
+def _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
+                half_rtt, rate, cpu_s, nfsd, cscan, extent_bytes, d, issue, done, w,
+                free_slot, ready_r, ready_slot, arr_seq, arr_slot, nq, nq_slot, cpu_t,
+                cpu_seq, cpu_r, cpu_slot, rv_t, rv_seq, rv_r, rv_slot):
+    """:func:`simulate_exact`'s loop over state allocated for it (without reference
+    counting, as :func:`_short_loop`). ``free_slot``: every slot number, top first;
+    ``ready_*``: ``slots`` entries; the others: rings of ``_ring_size(slots)``."""
     n = nbytes.size
     think = arrive.size > 0
-    w = new_waits(op_req, nfiles, slots)
-    ring = _ring_size(slots)  # queues of at most slots events, indexed modulo a power of 2
-    mask = ring - 1
+    mask = cpu_t.size - 1
     node_free = 0
     op_ptr = 0
     # slot numbers free for the next READs (a stack): a READ's is free once its reply arrives
-    free_slot = np.arange(slots - 1, -1, -1, dtype=np.int64)
     nfree = slots
-    # the READs a finished request lets reply, in order (at most one a slot)
-    ready_r = np.empty(slots, np.int64)
-    ready_slot = np.empty(slots, np.int64)
+    # ready_*: the READs a finished request lets reply, in order (at most one a slot)
     seq = np.int64(0)
     # client: READs [0, nxt) issued; the retry event
     nxt = 0
@@ -982,27 +1009,17 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
     try_seq = seq
     seq += 1
     # network to the server: READs [arr_head, nxt) on their way, sequence numbers by READ
+    # (arr_seq, arr_slot)
     arr_head = 0
-    arr_seq = np.empty(ring, np.int64)
-    arr_slot = np.empty(ring, np.int64)
-    # server: READs waiting for a thread (FIFO ring); CPU events sorted by time
-    nq = np.empty(ring, np.int64)
-    nq_slot = np.empty(ring, np.int64)
+    # server: READs waiting for a thread (FIFO ring nq, nq_slot); CPU events sorted by time
+    # (cpu_*)
     nq_head = 0
     nq_len = 0
     idle_threads = nfsd
-    cpu_t = np.empty(ring)
-    cpu_seq = np.empty(ring, np.int64)
-    cpu_r = np.empty(ring, np.int64)
-    cpu_slot = np.empty(ring, np.int64)
     cpu_head = 0
     cpu_len = 0
-    # the wire: replies in the order sent (ring)
+    # the wire: replies in the order sent (ring rv_*)
     link_free = 0.0
-    rv_t = np.empty(ring)
-    rv_seq = np.empty(ring, np.int64)
-    rv_r = np.empty(ring, np.int64)
-    rv_slot = np.empty(ring, np.int64)
     rv_head = 0
     rv_len = 0
     # disk
