@@ -40,7 +40,8 @@ API (numba-speed batch use; state carried explicitly so callers can run in chunk
 
 ``service`` mutates ``state``; calling it on consecutive chunks equals one call on the
 concatenation. From inside numba code call :func:`service_kernel` with ``model.kernel_args()``
-and ``place`` arrays (see :meth:`DiskModel.kernel_args`). ``flags`` bits: ``POSITIONED`` (paid a
+and ``place`` arrays (see :meth:`DiskModel.kernel_args`), or :func:`service_read` for one read
+at a time. ``flags`` bits: ``POSITIONED`` (paid a
 positioning), ``HIT`` (served from a drive segment), ``STREAM`` (continued the head's stream,
 no positioning), ``SPLIT`` (crossed an extent boundary in a fragmented layout).
 """
