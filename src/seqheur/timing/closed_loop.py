@@ -783,7 +783,8 @@ def _throttle_release(d, now, tail, cscan):
     return tail
 
 
-@njit(nogil=True, _nrt=False, inline="always")  # cached by the replay, keyed by sources: calls the drive model
+# inlined into the loops; called alone (tests), cached by the replay keyed by sources
+@njit(nogil=True, _nrt=False, inline="always")
 def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, now, idle_s):
     """The idle disk takes the next request of its queue at ``now``, after ``idle_s``
     seconds idle, and serves it with the drive model as one read: the oldest (fifo), or the
