@@ -214,8 +214,8 @@ def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...
         _collect_latencies(issue, done, wanted, pool)
         todo = [(int(k), b) for k, b in zip(ranks, buckets) if int(k) not in value]
         local = np.array([k - skipped[b] for k, b in todo], np.int64)
-        part = np.partition(pool, local)
-        value.update({k: float(x) for (k, _), x in zip(todo, part[local])})
+        pool.partition(local)  # in place: np.partition would copy the pool first
+        value.update({k: float(x) for (k, _), x in zip(todo, pool[local])})
     a = np.array([value[k] for k in lo.tolist()])
     b = np.array([value[k] for k in hi.tolist()])
     gamma = v - lo
