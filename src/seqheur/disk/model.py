@@ -40,7 +40,8 @@ API (numba-speed batch use; state carried explicitly so callers can run in chunk
 
 ``service`` mutates ``state``; calling it on consecutive chunks equals one call on the
 concatenation. From inside numba code call :func:`service_kernel` with ``model.kernel_args()``
-and ``place`` arrays (see :meth:`DiskModel.kernel_args`). ``flags`` bits: ``POSITIONED`` (paid a
+and ``place`` arrays (see :meth:`DiskModel.kernel_args`), or :func:`service_read` for one read
+at a time. ``flags`` bits: ``POSITIONED`` (paid a
 positioning), ``HIT`` (served from a drive segment), ``STREAM`` (continued the head's stream,
 no positioning), ``SPLIT`` (crossed an extent boundary in a fragmented layout).
 """
@@ -569,50 +570,59 @@ def service_kernel(file, offset, length, idle, ext_first, ext_base, extent_bytes
 
     ``idle`` is empty (back-to-back) or one host-idle gap in seconds before each read.
     """
+    has_idle = idle.size > 0
+    for i in range(file.size):
+        out_s[i], out_f[i] = service_read(file[i], offset[i], length[i], has_idle,
+                                          idle[i] if has_idle else 0.0, ext_first, ext_base,
+                                          extent_bytes, ip, fp, seek_d, seek_t, zone_start,
+                                          zone_rate, state)
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def service_read(f, off, remaining, has_idle, idle_s, ext_first, ext_base, extent_bytes,
+                 ip, fp, seek_d, seek_t, zone_start, zone_rate, state):
+    """Service one read of ``remaining`` bytes at offset ``off`` of file ``f`` (after
+    ``idle_s`` seconds of host idle when ``has_idle``); returns (seconds, flags). What
+    :func:`service_kernel` does per read, for callers that hand the drive one read at a
+    time (scalars, not one-element arrays: the call costs a fraction)."""
     nseg = ip[I_NSEG]
     segbytes = ip[I_SEGBYTES]
-    has_idle = idle.size > 0
     throttled = ip[I_TBPS] > 0 or ip[I_TIOPS] > 0
-    for i in range(file.size):
-        if has_idle:
-            _advance(state, nseg, segbytes, idle[i], zone_start, zone_rate)
-            if throttled:
-                state[S_CLOCK] += np.int64(idle[i] * 1e9 + 0.5)
-        wait = 0.0
-        if throttled:  # the host holds the read back; the drive idles meanwhile
-            wait_ns = _throttle_wait_ns(state, ip, length[i])
-            state[S_CLOCK] += wait_ns
-            wait = wait_ns * 1e-9
-            _advance(state, nseg, segbytes, wait, zone_start, zone_rate)
-        f = file[i]
-        off = offset[i]
-        remaining = length[i]
-        total = 0.0
-        flags = 0
-        first = True
-        while True:
-            if extent_bytes == _NO_EXTENTS:  # contiguous: skip a 64-bit division per op
-                k = 0
-                within = off
-            else:
-                k = off // extent_bytes
-                within = off - k * extent_bytes
-            addr = extent_address(f, k, ext_first, ext_base, extent_bytes) + within
-            piece = min(remaining, extent_bytes - within)
-            t, fl = _piece(addr, piece, first, state, ip, fp, seek_d, seek_t, zone_start,
-                           zone_rate)
-            total += t
-            flags |= fl
-            remaining -= piece
-            off += piece
-            if remaining <= 0:
-                break
-            first = False
-            flags |= SPLIT
-        if not first and (flags & HIT) and (flags & (POSITIONED | STREAM)):
-            flags &= ~HIT  # partly from the cache, partly from the media: not a hit
+    if has_idle:
+        _advance(state, nseg, segbytes, idle_s, zone_start, zone_rate)
         if throttled:
-            state[S_CLOCK] += np.int64(total * 1e9 + 0.5)
-            total += wait
-        out_s[i] = total
-        out_f[i] = flags
+            state[S_CLOCK] += np.int64(idle_s * 1e9 + 0.5)
+    wait = 0.0
+    if throttled:  # the host holds the read back; the drive idles meanwhile
+        wait_ns = _throttle_wait_ns(state, ip, remaining)
+        state[S_CLOCK] += wait_ns
+        wait = wait_ns * 1e-9
+        _advance(state, nseg, segbytes, wait, zone_start, zone_rate)
+    total = 0.0
+    flags = 0
+    first = True
+    while True:
+        if extent_bytes == _NO_EXTENTS:  # contiguous: skip a 64-bit division per op
+            k = 0
+            within = off
+        else:
+            k = off // extent_bytes
+            within = off - k * extent_bytes
+        addr = extent_address(f, k, ext_first, ext_base, extent_bytes) + within
+        piece = min(remaining, extent_bytes - within)
+        t, fl = _piece(addr, piece, first, state, ip, fp, seek_d, seek_t, zone_start,
+                       zone_rate)
+        total += t
+        flags |= fl
+        remaining -= piece
+        off += piece
+        if remaining <= 0:
+            break
+        first = False
+        flags |= SPLIT
+    if not first and (flags & HIT) and (flags & (POSITIONED | STREAM)):
+        flags &= ~HIT  # partly from the cache, partly from the media: not a hit
+    if throttled:
+        state[S_CLOCK] += np.int64(total * 1e9 + 0.5)
+        total += wait
+    return total, flags

@@ -20,7 +20,7 @@ of them the READ waits for (``sync``; read-ahead is asynchronous). This model ti
   The thread is free once the reply is handed to the network.
 * **disk** — one queue, ``fifo`` (arrival order) or ``cscan`` (one-way elevator by the byte
   address of the file placement, :meth:`seqheur.disk.model.DiskModel.place`), feeding the
-  drive model one read at a time (:func:`seqheur.disk.model.service_kernel`, its state carried
+  drive model one read at a time (:func:`seqheur.disk.model.service_read`, its state carried
   from read to read; the time the drive was idle before a read lets its own read-ahead run).
 * **block layer** (Linux's, read at the source: block/blk-throttle.c, block/blk-merge.c,
   block/blk-mq.c) — the disk profile's host throttle (``DiskProfile.throttle``: a
@@ -49,13 +49,14 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from ..disk.model import I_HZ, extent_address, service_kernel, throttle_step
+from ..disk.model import I_HZ, extent_address, service_read, throttle_step
 from ..options import param
 
 NAME = "closed-loop"
 #: Jitted functions that call into other modules (the drive model): the replay caches them
 #: on disk keyed by every source they reach, not by this file alone.
-KERNELS = ("simulate", "simulate_exact", "op_address", "_serve_next")
+KERNELS = ("simulate", "_short_loop", "simulate_exact", "_exact_loop", "op_address",
+           "_serve_next")
 DOC = ("clients with N outstanding READs (think time from the trace or none), network RTT "
        "and bandwidth, nfsd threads with CPU per RPC, asynchronous read-ahead, a fifo or "
        "cscan disk queue feeding the drive model; event by event")
@@ -213,8 +214,8 @@ def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...
         _collect_latencies(issue, done, wanted, pool)
         todo = [(int(k), b) for k, b in zip(ranks, buckets) if int(k) not in value]
         local = np.array([k - skipped[b] for k, b in todo], np.int64)
-        part = np.partition(pool, local)
-        value.update({k: float(x) for (k, _), x in zip(todo, part[local])})
+        pool.partition(local)  # in place: np.partition would copy the pool first
+        value.update({k: float(x) for (k, _), x in zip(todo, pool[local])})
     a = np.array([value[k] for k in lo.tolist()])
     b = np.array([value[k] for k in hi.tolist()])
     gamma = v - lo
@@ -326,9 +327,7 @@ def new_disk(inputs: TimingInputs, addr: np.ndarray, op_file: np.ndarray, op_off
     _, *drive = model.kernel_args()
     return Disk(np.empty(m, i64), np.empty(m, i64), addr, op_file, op_off, op_len,
                 place.ext_first, place.ext_base, model.drive_params(), *drive,
-                model.new_state(), np.zeros(1), np.zeros(1, i64), np.zeros(1, i64),
-                np.zeros(1, i64), np.zeros(1), np.zeros(1, np.uint8),
-                np.empty((6, b), i64),
+                model.new_state(), np.empty((6, b), i64),
                 np.array([max_request if merge != "off" else 0, 0, merge == "plug", 0, 0], i64),
                 model.iparams, np.array([1.0 if throttled else 0.0, 0.0]))
 
@@ -424,7 +423,7 @@ def new_waits(op_req, nfiles, slots):
                  np.empty(nodes, np.int64), node_next)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _issued(x, slot, file, op_req, op_file, op_ptr, w):
     """READ x is issued into ``slot``: its disk reads (from ``op_ptr`` on, those of
     ``op_req == x``) are ranked among their file's and not done until the disk says so.
@@ -447,7 +446,7 @@ def _issued(x, slot, file, op_req, op_file, op_ptr, w):
     return op_ptr
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _server_has(x, slot, file, offset, nbytes, op_sync, op_off, op_len, d, dq_head, dq_tail,
                 cscan, now, w, free):
     """READ x's CPU work is done: its disk reads enter the queue (``dq_head:dq_tail``), and
@@ -478,7 +477,7 @@ def _server_has(x, slot, file, offset, nbytes, op_sync, op_off, op_len, d, dq_he
     return dq_tail, free
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _wait_for(j, r, slot, w, free):
     """READ r (in ``slot``) waits for disk read j: a node from the free list into j's list
     of waiters, kept in READ order (CPU events come nearly in READ order: almost always an
@@ -510,7 +509,7 @@ def _wait_for(j, r, slot, w, free):
     return free
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _read_done(j, f, w):
     """Disk read j (of file f) is done: no longer in flight."""
     after = w.live_next[j]
@@ -523,7 +522,33 @@ def _read_done(j, f, w):
         w.live_next[before] = after
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _request_done(j, d, w, free, ready_r, ready_slot):
+    """The drive has served the request whose first read is j (NO_LINK: none, the throttle's
+    hold ended): its reads are done, in the order they joined it, and each one's waiters, in
+    READ order, wait for it no more. The READs left waiting for nothing go to ``ready_r``
+    (their slots to ``ready_slot``) in that order, the order they reply in; returns how
+    many, and the node pool's free list. At most one READ a slot: ``slots`` entries."""
+    nready = 0
+    while j != NO_LINK:
+        _read_done(j, d.op_file[j], w)
+        k = w.w_head[j]
+        while k != NO_LINK:
+            slot = w.node_slot[k]
+            w.pending[slot] -= 1
+            if w.pending[slot] == 0:
+                ready_r[nready] = w.node_r[k]
+                ready_slot[nready] = slot
+                nready += 1
+            after = w.node_next[k]
+            w.node_next[k] = free
+            free = k
+            k = after
+        j = d.rq[0, j] if d.rq.shape[1] else NO_LINK
+    return nready, free
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _send(r, now, nbytes, rate, link_free):
     """READ r's reply goes on the wire after the replies before it; returns when it leaves
     the wire (the wire is free again then)."""
@@ -531,7 +556,7 @@ def _send(r, now, nbytes, rate, link_free):
     return start + (nbytes[r] / rate if rate > 0 else 0.0)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _cpu_event(t, s, r, slot, cpu_t, cpu_seq, cpu_r, cpu_slot, head, length):
     """Queue the CPU event of READ r (in ``slot``) at time t (sequence s) in the ring of CPU
     events, sorted by time; among equal times after the ones queued before."""
@@ -561,7 +586,7 @@ def _ring_size(slots):
     return ring
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _rpcs(nbytes, rsize):
     """RPCs of a READ of ``nbytes``: ceil(nbytes / rsize), at least one."""
     return (nbytes + rsize - 1) // rsize if nbytes > rsize else 1
@@ -570,8 +595,7 @@ def _rpcs(nbytes, rsize):
 class Disk(NamedTuple):
     """The disk queue and the drive: the queued reads (``fifo``: ``dq[head:tail]`` in
     arrival order; ``cscan``: ``dq[:tail]`` sorted by address, then arrival, with their
-    addresses in ``qaddr``), the drive model's arrays and state, and one-read buffers for
-    calls into it."""
+    addresses in ``qaddr``), the drive model's arrays and state."""
 
     dq: np.ndarray  # int64[m]
     qaddr: np.ndarray  # int64[m]
@@ -588,12 +612,6 @@ class Disk(NamedTuple):
     zone_start: np.ndarray
     zone_rate: np.ndarray
     dstate: np.ndarray
-    idle: np.ndarray  # float64[1]: host-idle seconds before the read
-    one_file: np.ndarray  # int64[1]: the read handed to the drive model
-    one_off: np.ndarray
-    one_len: np.ndarray
-    out_s: np.ndarray  # float64[1]: its service time
-    out_f: np.ndarray  # uint8[1]: its flags
     # The block layer's requests, int64[6, m] (m = 0 when there is no block layer: no
     # merging, no throttle; one array, not six: fewer fields to pass to every call). The
     # queue holds each request's first read (its head); the reads merged into it follow in
@@ -655,7 +673,7 @@ def _merge(d, j, k, how, cscan):
             d.qaddr[k] = d.rq[4, h]
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _enqueue(d, j, head, tail, cscan, now):
     """Disk read j is submitted at ``now``; returns the disk queue's new end (the queue is
     ``dq[head:tail]``, or ``dq[:tail]`` with ``cscan``).
@@ -765,7 +783,8 @@ def _throttle_release(d, now, tail, cscan):
     return tail
 
 
-@njit(nogil=True, _nrt=False)  # cached by the replay, keyed by sources: calls the drive model
+# inlined into the loops; called alone (tests), cached by the replay keyed by sources
+@njit(nogil=True, _nrt=False, inline="always")
 def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, now, idle_s):
     """The idle disk takes the next request of its queue at ``now``, after ``idle_s``
     seconds idle, and serves it with the drive model as one read: the oldest (fifo), or the
@@ -798,20 +817,18 @@ def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, now, idle_s):
     else:
         j = d.dq[head]
         head += 1
-    d.idle[0] = idle_s
-    d.one_file[0] = d.op_file[j]
     if d.rq.shape[1]:  # the block layer's request
-        d.one_off[0] = d.rq[2, j]
-        d.one_len[0] = d.rq[3, j]
-        end = d.rq[4, j] + d.rq[3, j]
+        off = d.rq[2, j]
+        length = d.rq[3, j]
+        end = d.rq[4, j] + length
     else:
-        d.one_off[0] = d.op_off[j]
-        d.one_len[0] = d.op_len[j]
-        end = d.addr[j] + d.op_len[j]
-    service_kernel(d.one_file, d.one_off, d.one_len, d.idle, d.ext_first, d.ext_base,
-                   extent_bytes, d.ip, d.fp, d.seek_d, d.seek_t, d.zone_start, d.zone_rate,
-                   d.dstate, d.out_s, d.out_f)
-    return j, d.out_s[0], head, tail, end
+        off = d.op_off[j]
+        length = d.op_len[j]
+        end = d.addr[j] + length
+    service, _ = service_read(d.op_file[j], off, length, True, idle_s, d.ext_first,
+                              d.ext_base, extent_bytes, d.ip, d.fp, d.seek_d, d.seek_t,
+                              d.zone_start, d.zone_rate, d.dstate)
+    return j, service, head, tail, end
 
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
@@ -821,29 +838,42 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
     ``issue`` and ``done`` (client times, s) and returns the disk's busy seconds, when it
     finished its last read, and False when a CPU event and the disk's fell at the same time
     (then nothing returned holds: run :func:`simulate_exact`). ``arrive``: per READ the
-    earliest issue time (s), or empty (no think time)."""
-    n = nbytes.size
-    m = op_off.size
-    think = arrive.size > 0
-    w = new_waits(op_req, nfiles, slots)
+    earliest issue time (s), or empty (no think time). Allocates the loop's state and runs
+    :func:`_short_loop`."""
     ring = _ring_size(slots)  # queues of at most slots events, indexed modulo a power of 2
-    mask = ring - 1
+    return _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len,
+                       slots, half_rtt, rate, cpu_s, cscan, extent_bytes, d, issue, done,
+                       new_waits(op_req, nfiles, slots),
+                       np.arange(slots - 1, -1, -1, dtype=np.int64), np.empty(slots, np.int64),
+                       np.empty(slots, np.int64), np.zeros(ring), np.empty(ring),
+                       np.empty(ring, np.int64), np.empty(ring, np.int64),
+                       np.empty(ring, np.int64))
+
+
+@njit(nogil=True, _nrt=False)  # cached on disk by the replay, keyed by sources
+def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
+                half_rtt, rate, cpu_s, cscan, extent_bytes, d, issue, done, w, free_slot,
+                ready_r, ready_slot, free_at, cpu_t, cpu_r, cpu_slot, no_seq):
+    """:func:`simulate`'s loop, over state allocated for it: without reference counting
+    (``_nrt=False``), the disk queue's helpers are inlined into it rather than called with
+    every array of the drive model and the queue as arguments. ``free_slot``: slot numbers
+    free for the next READs (a stack; all, top first); ``ready_*``: ``slots`` entries;
+    ``free_at`` (zeros), ``cpu_*`` and ``no_seq``: rings of ``_ring_size(slots)``."""
+    n = nbytes.size
+    think = arrive.size > 0
+    mask = free_at.size - 1
     node_free = 0
     op_ptr = 0
-    # slot numbers free for the next READs (a stack): a READ's is free once it replies
-    free_slot = np.arange(slots - 1, -1, -1, dtype=np.int64)
+    # slot numbers free for the next READs: a READ's is free once it replies
     nfree = slots
     # client: READ y takes the slot freed by the (y - slots)-th reply to arrive (the first
-    # slots READs: free at 0); replies arrive in the order they are sent
-    free_at = np.zeros(ring)  # for READ y at y & mask, once known
+    # slots READs: free at 0); replies arrive in the order they are sent; free_at holds
+    # READ y's at y & mask, once known
     known = slots  # READs [0, known) have their slot's time
     nxt = 0
     last_issue = 0.0
-    # CPU events, sorted by time
-    cpu_t = np.empty(ring)
-    cpu_r = np.empty(ring, np.int64)
-    cpu_slot = np.empty(ring, np.int64)
-    no_seq = np.empty(ring, np.int64)  # CPU events of this loop have no sequence numbers
+    # CPU events, sorted by time (cpu_*; no_seq: CPU events of this loop have no sequence
+    # numbers)
     cpu_head = 0
     cpu_len = 0
     link_free = 0.0
@@ -909,28 +939,16 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
             disk_busy = False
             if disk_op != NO_LINK:  # a read done, not the throttle's hold
                 disk_free_at = now
-            j = disk_op
-            while j != NO_LINK:  # the request's reads, in the order they joined it
-                _read_done(j, d.op_file[j], w)
-                # its waiters, in READ order: those waiting for nothing else reply
-                k = w.w_head[j]
-                while k != NO_LINK:
-                    r = w.node_r[k]
-                    slot = w.node_slot[k]
-                    w.pending[slot] -= 1
-                    if w.pending[slot] == 0:
-                        link_free = _send(r, now, nbytes, rate, link_free)
-                        done[r] = link_free + half_rtt
-                        free_at[known & mask] = done[r]
-                        known += 1
-                        free_slot[nfree] = slot
-                        nfree += 1
-                    after = w.node_next[k]
-                    w.node_next[k] = node_free
-                    node_free = k
-                    k = after
-                j = d.rq[0, j] if d.rq.shape[1] else NO_LINK
-        if not disk_busy:
+            nready, node_free = _request_done(disk_op, d, w, node_free, ready_r, ready_slot)
+            for i in range(nready):  # they reply, in that order
+                r = ready_r[i]
+                link_free = _send(r, now, nbytes, rate, link_free)
+                done[r] = link_free + half_rtt
+                free_at[known & mask] = done[r]
+                known += 1
+                free_slot[nfree] = ready_slot[i]
+                nfree += 1
+        if not disk_busy and (dq_head != dq_tail or d.gate[0] > 0.0):  # else nothing to do
             j, service, dq_head, dq_tail, end = _serve_next(d, dq_head, dq_tail, head_addr,
                                                             cscan,
                                                        extent_bytes, now, now - disk_free_at)
@@ -953,17 +971,36 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
                    done):
     """Run every event in (time, sequence) order; fills ``issue`` and ``done`` (client times,
     s) and returns the disk's busy seconds and when it finished its last read. ``arrive``:
-    per READ the earliest issue time (s), or empty (no think time)."""
+    per READ the earliest issue time (s), or empty (no think time). Allocates the loop's
+    state and runs :func:`_exact_loop`."""
+    ring = _ring_size(slots)  # queues of at most slots events, indexed modulo a power of 2
+    i64 = np.int64
+    return _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len,
+                       slots, half_rtt, rate, cpu_s, nfsd, cscan, extent_bytes, d, issue, done,
+                       new_waits(op_req, nfiles, slots), np.arange(slots - 1, -1, -1, dtype=i64),
+                       np.empty(slots, i64), np.empty(slots, i64), np.empty(ring, i64),
+                       np.empty(ring, i64), np.empty(ring, i64), np.empty(ring, i64),
+                       np.empty(ring), np.empty(ring, i64), np.empty(ring, i64),
+                       np.empty(ring, i64), np.empty(ring), np.empty(ring, i64),
+                       np.empty(ring, i64), np.empty(ring, i64))
+
+
+@njit(nogil=True, _nrt=False)  # cached on disk by the replay, keyed by sources
+def _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
+                half_rtt, rate, cpu_s, nfsd, cscan, extent_bytes, d, issue, done, w,
+                free_slot, ready_r, ready_slot, arr_seq, arr_slot, nq, nq_slot, cpu_t,
+                cpu_seq, cpu_r, cpu_slot, rv_t, rv_seq, rv_r, rv_slot):
+    """:func:`simulate_exact`'s loop over state allocated for it (without reference
+    counting, as :func:`_short_loop`). ``free_slot``: every slot number, top first;
+    ``ready_*``: ``slots`` entries; the others: rings of ``_ring_size(slots)``."""
     n = nbytes.size
     think = arrive.size > 0
-    w = new_waits(op_req, nfiles, slots)
-    ring = _ring_size(slots)  # queues of at most slots events, indexed modulo a power of 2
-    mask = ring - 1
+    mask = cpu_t.size - 1
     node_free = 0
     op_ptr = 0
     # slot numbers free for the next READs (a stack): a READ's is free once its reply arrives
-    free_slot = np.arange(slots - 1, -1, -1, dtype=np.int64)
     nfree = slots
+    # ready_*: the READs a finished request lets reply, in order (at most one a slot)
     seq = np.int64(0)
     # client: READs [0, nxt) issued; the retry event
     nxt = 0
@@ -973,27 +1010,17 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
     try_seq = seq
     seq += 1
     # network to the server: READs [arr_head, nxt) on their way, sequence numbers by READ
+    # (arr_seq, arr_slot)
     arr_head = 0
-    arr_seq = np.empty(ring, np.int64)
-    arr_slot = np.empty(ring, np.int64)
-    # server: READs waiting for a thread (FIFO ring); CPU events sorted by time
-    nq = np.empty(ring, np.int64)
-    nq_slot = np.empty(ring, np.int64)
+    # server: READs waiting for a thread (FIFO ring nq, nq_slot); CPU events sorted by time
+    # (cpu_*)
     nq_head = 0
     nq_len = 0
     idle_threads = nfsd
-    cpu_t = np.empty(ring)
-    cpu_seq = np.empty(ring, np.int64)
-    cpu_r = np.empty(ring, np.int64)
-    cpu_slot = np.empty(ring, np.int64)
     cpu_head = 0
     cpu_len = 0
-    # the wire: replies in the order sent (ring)
+    # the wire: replies in the order sent (ring rv_*)
     link_free = 0.0
-    rv_t = np.empty(ring)
-    rv_seq = np.empty(ring, np.int64)
-    rv_r = np.empty(ring, np.int64)
-    rv_slot = np.empty(ring, np.int64)
     rv_head = 0
     rv_len = 0
     # disk
@@ -1101,30 +1128,18 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
             disk_busy = False
             if disk_op != NO_LINK:  # a read done, not the throttle's hold
                 disk_free_at = now
-            j = disk_op
-            while j != NO_LINK:  # the request's reads, in the order they joined it
-                _read_done(j, d.op_file[j], w)
-                # its waiters, in READ order: those waiting for nothing else reply
-                k = w.w_head[j]
-                while k != NO_LINK:
-                    r = w.node_r[k]
-                    slot = w.node_slot[k]
-                    w.pending[slot] -= 1
-                    if w.pending[slot] == 0:
-                        link_free = _send(r, now, nbytes, rate, link_free)
-                        q = (rv_head + rv_len) & mask
-                        rv_t[q] = link_free + half_rtt
-                        rv_seq[q] = seq
-                        rv_r[q] = r
-                        rv_slot[q] = slot
-                        rv_len += 1
-                        seq += 1
-                        idle_threads += 1
-                    after = w.node_next[k]
-                    w.node_next[k] = node_free
-                    node_free = k
-                    k = after
-                j = d.rq[0, j] if d.rq.shape[1] else NO_LINK
+            nready, node_free = _request_done(disk_op, d, w, node_free, ready_r, ready_slot)
+            for i in range(nready):  # they reply, in that order
+                r = ready_r[i]
+                link_free = _send(r, now, nbytes, rate, link_free)
+                q = (rv_head + rv_len) & mask
+                rv_t[q] = link_free + half_rtt
+                rv_seq[q] = seq
+                rv_r[q] = r
+                rv_slot[q] = ready_slot[i]
+                rv_len += 1
+                seq += 1
+                idle_threads += 1
         # free threads take arrived READs in arrival order
         while idle_threads > 0 and nq_len > 0:
             r = nq[nq_head]
@@ -1137,7 +1152,7 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
             cpu_len += 1
             seq += 1
         # an idle disk starts the next read of its queue
-        if not disk_busy:
+        if not disk_busy and (dq_head != dq_tail or d.gate[0] > 0.0):  # else nothing to do
             j, service, dq_head, dq_tail, end = _serve_next(d, dq_head, dq_tail, head_addr,
                                                             cscan,
                                                        extent_bytes, now, now - disk_free_at)
