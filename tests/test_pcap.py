@@ -404,6 +404,62 @@ def test_gzip_and_chunking(tmp_path: Path) -> None:
     assert scan.report.check().records_total == rep.records_total
 
 
+def _walkers() -> int:
+    import threading
+
+    return sum(t.name == "seqheur-pcap-walk" for t in threading.enumerate())
+
+
+def _windowed(tmp_path: Path) -> Path:
+    """A capture of ~550 KB: many 64 KiB windows, READs answered in each."""
+    def build(cap):
+        _v3_reads(S.Conversation(cap, "udp", CLIENT, SERVER), 400, 1024)
+    return _write(tmp_path, build, "windows.pcap")
+
+
+def test_walk_thread_ends_with_an_abandoned_reader(tmp_path: Path, monkeypatch) -> None:
+    """The thread walking ahead of the decoder stops when the reader stops mid-file."""
+    from seqheur.ingest.pcap import _engine
+
+    monkeypatch.setattr(_engine, "BATCH_ROWS", 1)  # a table after every window
+    p = _windowed(tmp_path)
+    whole, _ = read_pcap(p, chunk_bytes=1 << 16)
+    batches = _engine.Decoder(p, 1 << 16).batches()
+    first = next(batches)
+    assert _walkers() == 1  # (it waits for arrays: it walks at most one batch ahead)
+    batches.close()
+    assert _walkers() == 0
+    assert 0 < first.num_rows < whole.num_rows
+    assert first.equals(whole.slice(0, first.num_rows))
+
+
+def test_walk_error_surfaces_in_its_place(tmp_path: Path, monkeypatch) -> None:
+    """An error mapping a window reaches the reader after the earlier windows' rows, as it
+    did when one thread walked and decoded."""
+    from seqheur.ingest.pcap import _engine
+
+    monkeypatch.setattr(_engine, "BATCH_ROWS", 1)
+    p = _windowed(tmp_path)
+    whole, _ = read_pcap(p, chunk_bytes=1 << 16)
+    mapped = []
+    real = _engine._prefault
+
+    def prefault(mm):
+        mapped.append(len(mm))
+        if len(mapped) == 3:
+            raise OSError("injected: third window")
+        real(mm)
+
+    monkeypatch.setattr(_engine, "_prefault", prefault)
+    got = []
+    with pytest.raises(OSError, match="third window"):
+        for table in _engine.Decoder(p, 1 << 16).batches():
+            got.append(table)
+    assert len(got) == 2 and len(mapped) == 3
+    assert pa.concat_tables(got).equals(whole.slice(0, sum(t.num_rows for t in got)))
+    assert _walkers() == 0
+
+
 def test_sniff() -> None:
     assert sniff(b"\xd4\xc3\xb2\xa1" + b"\0" * 20, "x")
     assert sniff(b"\xa1\xb2\x3c\x4d" + b"\0" * 20, "x")

@@ -12,6 +12,8 @@ import io
 import ipaddress
 import mmap
 import os
+import queue
+import threading
 from pathlib import Path
 from typing import IO, Iterator
 
@@ -243,27 +245,30 @@ class Decoder:
         self.st = np.zeros(2, np.int64)
         self.ifs = np.zeros((ct.MAXIF, 5), np.int64)
         self.maxcap = max(262144, min(hdr.snaplen, 1 << 24)) if hdr is not None else 0
-        self._frame_arrays(self.chunk)
+        self.fa = _frame_arrays(self.chunk)
 
-    def _frame_arrays(self, nbytes: int) -> None:
-        # walk and decode at most FRAME_BATCH frames at a time: their headers are still in
-        # the CPU cache when the decoder reads them after the walk
-        maxn = min(nbytes // 16 + 1, FRAME_BATCH)
-        self.fa = tuple(np.empty(maxn, np.int64) for _ in range(5))
+    def _walk_batch(self, buf: np.ndarray, pos: int, end: int,
+                    fa: tuple[np.ndarray, ...]) -> tuple[int, int, int]:
+        """Walk the next complete records of buf[pos:end] into ``fa``; (frames, new pos, stop
+        reason). Reads only the buffer and the walk's own state (the container's header,
+        pcapng's interfaces), never the decoder's: the walk may run ahead of the decoding."""
+        foff, fcap, fwire, fts, flink = fa
+        if self.hdr is not None:
+            h = self.hdr
+            return ct.walk_pcap(buf, pos, end, h.big_endian, h.nanosecond, self.maxcap,
+                                h.linktype, foff, fcap, fwire, fts, flink)
+        return ct.walk_pcapng(buf, pos, end, self.st, self.ifs, foff, fcap, fwire, fts, flink)
 
-    def _walk(self, buf: np.ndarray, pos: int, end: int) -> Iterator[tuple[int, int]]:
+    def _decode_batch(self, buf: np.ndarray, fa: tuple[np.ndarray, ...], n: int) -> None:
+        foff, fcap, _, fts, flink = fa
+        self._decode(buf, foff, fcap, flink, fts, n)
+        self.frames += n
+
+    def _walk(self, buf: np.ndarray, pos: int, end: int) -> tuple[int, int]:
         """Walk and decode the complete records in buf[pos:end]; (new pos, stop reason)."""
-        foff, fcap, fwire, fts, flink = self.fa
         while True:
-            if self.hdr is not None:
-                h = self.hdr
-                n, pos, why = ct.walk_pcap(buf, pos, end, h.big_endian, h.nanosecond, self.maxcap,
-                                           h.linktype, foff, fcap, fwire, fts, flink)
-            else:
-                n, pos, why = ct.walk_pcapng(buf, pos, end, self.st, self.ifs, foff, fcap, fwire,
-                                             fts, flink)
-            self._decode(buf, foff, fcap, flink, fts, n)
-            self.frames += n
+            n, pos, why = self._walk_batch(buf, pos, end, self.fa)
+            self._decode_batch(buf, self.fa, n)
             if why != ct.FULL:
                 return pos, why
 
@@ -287,40 +292,100 @@ class Decoder:
         self.stop_reason = f"{self.stop_reason}; {cut}" if self.stop_reason else cut
 
     def _run_mmap(self, fd: int, start: int) -> Iterator[pa.Table]:
+        """Decode a plain file window by window while a helper thread maps and walks ahead.
+
+        The walk of a window needs only the bytes and where the previous walk stopped, never
+        the decoder's state, so a thread (``_walk_windows``) maps the windows and walks their
+        records one batch ahead of the frame kernel (both kernels release the GIL). Here the
+        batches are decoded, and the windows ended, in the order the walk made them: the
+        decoder sees the same calls as when one thread did both."""
         size = os.fstat(fd).st_size
-        gran = mmap.ALLOCATIONGRANULARITY
-        window = max(self.chunk, gran)
-        file_pos = start
-        flags = mmap.MAP_PRIVATE  # (MAP_POPULATE would copy every page of a writable map)
-        while file_pos < size:
-            base = file_pos - file_pos % gran
-            length = min(window, size - base)
-            mm = mmap.mmap(fd, length, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE,
-                           offset=base)
-            _prefault(mm)
-            buf = np.frombuffer(mm, np.uint8)
-            pos, why = self._walk(buf, file_pos - base, length)
-            del buf
-            try:
-                mm.close()
-            except BufferError:  # a view is still referenced: the mapping goes with it
-                pass
-            del mm
-            progressed = base + pos > file_pos
-            file_pos = base + pos
-            yield from self._emit(final=False)
-            if why == ct.CORRUPT:
-                self._corrupt()
-                self._stopped_at(file_pos, size - file_pos)
-                return
-            if base + length >= size:  # the window reached the end of the file
-                if file_pos < size:
-                    self._cut(size - file_pos)
+        if start >= size:
+            return
+        free: queue.SimpleQueue = queue.SimpleQueue()  # frame arrays the decoder is done with
+        walked: queue.SimpleQueue = queue.SimpleQueue()  # the walk's output, in order
+        for _ in range(2):  # two sets: walk one batch while the other is decoded
+            free.put(())
+        walker = threading.Thread(target=self._walk_windows, args=(fd, start, size, free, walked),
+                                  name="seqheur-pcap-walk", daemon=True)
+        walker.start()
+        try:
+            while True:
+                item = walked.get()
+                if isinstance(item, BaseException):
+                    raise item
+                if len(item) == 3:  # a batch of frames
+                    buf, fa, n = item
+                    self._decode_batch(buf, fa, n)
+                    del item, buf
+                    free.put(fa)
+                    continue
+                mm, file_pos, why, last = item  # the end of a window's walk
+                del item
+                try:
+                    mm.close()
+                except BufferError:  # a view is still referenced: the mapping goes with it
+                    pass
+                del mm
+                yield from self._emit(final=False)
+                if why == ct.CORRUPT:
+                    self._corrupt()
                     self._stopped_at(file_pos, size - file_pos)
-                return
-            if not progressed:  # one record larger than the window
-                window *= 2
-                self._frame_arrays(window)
+                    return
+                if last:  # the window reached the end of the file
+                    if file_pos < size:
+                        self._cut(size - file_pos)
+                        self._stopped_at(file_pos, size - file_pos)
+                    return
+        finally:
+            free.put(None)  # a walk waiting for arrays stops there
+            walker.join()
+
+    def _walk_windows(self, fd: int, start: int, size: int, free: queue.SimpleQueue,
+                      walked: queue.SimpleQueue) -> None:
+        """The helper thread of ``_run_mmap``: map the file window by window and walk each
+        window's records into frame arrays taken from ``free`` (None there: stop); put
+        ``(buf, arrays, frames)`` for each batch and ``(mmap, file offset where the walk
+        stopped, stop reason, window reached the end)`` after each window on ``walked``,
+        then stop after a corrupt record or the file's last window. An error is put there too,
+        in its place in the order."""
+        try:
+            gran = mmap.ALLOCATIONGRANULARITY
+            window = max(self.chunk, gran)
+            maxn = _frame_count(window)
+            file_pos = start
+            flags = mmap.MAP_PRIVATE  # (MAP_POPULATE would copy every page of a writable map)
+            while True:
+                base = file_pos - file_pos % gran
+                length = min(window, size - base)
+                mm = mmap.mmap(fd, length, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE,
+                               offset=base)
+                _prefault(mm)
+                buf = np.frombuffer(mm, np.uint8)
+                pos = file_pos - base
+                while True:
+                    fa = free.get()
+                    if fa is None:  # the decoder stopped
+                        return
+                    if not fa or fa[0].shape[0] != maxn:
+                        fa = _frame_arrays(window)
+                    n, pos, why = self._walk_batch(buf, pos, length, fa)
+                    walked.put((buf, fa, n))
+                    if why != ct.FULL:
+                        break
+                del buf
+                last = base + length >= size
+                walked.put((mm, base + pos, why, last))
+                del mm
+                progressed = base + pos > file_pos
+                file_pos = base + pos
+                if why == ct.CORRUPT or last:
+                    return
+                if not progressed:  # one record larger than the window
+                    window *= 2
+                    maxn = _frame_count(window)
+        except BaseException as exc:  # raised by the decoder's thread, in its place
+            walked.put(exc)
 
     def _run_stream(self, f: IO[bytes], carry: bytes) -> Iterator[pa.Table]:
         buf = np.empty(self.chunk, np.uint8)
@@ -353,7 +418,7 @@ class Decoder:
                 bigger = np.empty(buf.shape[0] * 2, np.uint8)
                 bigger[:have] = buf[:have]
                 buf = bigger
-                self._frame_arrays(buf.shape[0])
+                self.fa = _frame_arrays(buf.shape[0])
                 continue
             buf[:rest] = buf[pos:have].copy()
             done += pos
@@ -542,6 +607,19 @@ def _prefault(mm: mmap.mmap) -> None:
             mm.madvise(mmap.MADV_WILLNEED)
         except (OSError, ValueError, AttributeError):
             pass
+
+
+def _frame_count(nbytes: int) -> int:
+    # walk and decode at most FRAME_BATCH frames at a time: their headers are still in the
+    # CPU cache when the decoder reads them after the walk
+    return min(nbytes // 16 + 1, FRAME_BATCH)
+
+
+def _frame_arrays(nbytes: int) -> tuple[np.ndarray, ...]:
+    """Per-frame arrays of one walk batch (data offset, captured and wire length, time,
+    link type) for a buffer of ``nbytes``."""
+    maxn = _frame_count(nbytes)
+    return tuple(np.empty(maxn, np.int64) for _ in range(5))
 
 
 def _pow2_at_least(n: int) -> int:
