@@ -11,7 +11,10 @@ small capture's `seqheur ingest`).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from . import container as ct
 from ._layout import (C_DEFERRED, C_NFH, C_SKIP0, C_NFLOWS, C_NJOIN, C_NOW, C_NPEND, C_NROWS,
@@ -22,6 +25,29 @@ from ._xdr import be16, be32, copy
 from .net import flow_get, frame_outcome, l4
 from .tcp import tcp_segment
 from .rpc import join_insert
+
+
+# frames ahead whose headers the frame kernel asks the CPU to fetch: a frame takes ~150 ns,
+# a load from memory ~100 ns
+PREFETCH_AHEAD = 3
+
+
+@intrinsic
+def prefetch(typingctx, arr, idx):
+    """Ask the CPU to bring ``arr[idx]``'s cache line in (LLVM's ``llvm.prefetch``: a read,
+    kept in every cache level). A hint: no effect on any result, and an address outside the
+    array cannot fault."""
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+            "llvm.prefetch.p0i8")
+        builder.call(fn, [builder.bitcast(builder.gep(ary.data, [args[1]]), i8p),
+                          i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+    return types.void(arr, idx), codegen
 
 
 @njit(**NJ)
@@ -55,6 +81,13 @@ def process(buf, foff, fcap, flink, fts, i0, n, fbase, fkey, fhash, fmeta, fbuf,
                 or ctr[C_SLOTTOP] < 2 or ctr[C_OOON] + 2 > ooo.shape[0] \
                 or ctr[C_OOOBYTES] + 70000 > opool.shape[0]:
             return i
+        if i + PREFETCH_AHEAD < n:
+            # the walk that found these frames may have run on another core: fetch the
+            # headers (link, IP, TCP, RPC, NFS: the first ~190 bytes) of a frame ahead
+            ahead = foff[i + PREFETCH_AHEAD]
+            prefetch(buf, ahead)
+            prefetch(buf, ahead + 64)
+            prefetch(buf, ahead + 128)
         lk = flink[i]
         if lk == ct.LINK_BAD_IF:
             note_skip(ctr, examples, S_BADIF, fbase + i + 1)
