@@ -610,8 +610,9 @@ def _prefault(mm: mmap.mmap) -> None:
 
 
 def _frame_count(nbytes: int) -> int:
-    # walk and decode at most FRAME_BATCH frames at a time: their headers are still in the
-    # CPU cache when the decoder reads them after the walk
+    # walk and decode at most FRAME_BATCH frames at a time: read in one thread, their headers
+    # are still in the CPU cache when the decoder reads them after the walk; mapped, the walk
+    # runs at most one batch ahead of the decoder
     return min(nbytes // 16 + 1, FRAME_BATCH)
 
 
