@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import gzip
 import io
 import random
@@ -431,6 +432,11 @@ def test_walk_thread_ends_with_an_abandoned_reader(tmp_path: Path, monkeypatch) 
     assert _walkers() == 0
     assert 0 < first.num_rows < whole.num_rows
     assert first.equals(whole.slice(0, first.num_rows))
+    for table in scan_pcap(p, chunk_bytes=1 << 16):  # a loop left early drops its reader
+        break
+    del table
+    gc.collect()
+    assert _walkers() == 0
 
 
 def test_walk_error_surfaces_in_its_place(tmp_path: Path, monkeypatch) -> None:
