@@ -145,6 +145,33 @@ kernels; sampling starts after the warm-up). What it found so far, and what was 
   bookkeeping, allocating the bookkeeping with numpy instead of inside the kernel, counting
   distinct latencies in a hash table instead of partitioning the bucket. The 30 % budget is
   ~45 ms for these 2 M READs here, less than the drive model's pass and the results' memory.
+  Second pass, after the block layer (merging, the throttle) joined the loop, measured
+  2026-11-26 with `bench/ab_timing.py --base 83ee301 --speed 5` (as above, CPU-time
+  medians of 15): the model added 0.146 s before (`full` 0.162 s, `full+closed-loop`
+  0.308 s, ratio 0.525) and adds 0.120 s now (0.162 and 0.282 s, ratio 0.575); an earlier
+  run, before the percentiles partitioned in place, 0.147 -> 0.130 s (ratio 0.532 ->
+  0.560), and at 1 M READs 0.072 -> 0.062 s (ratio 0.533 -> 0.571). Results identical to
+  the last bit (`bench/ab_timing.py --base 83ee301`, every case and spec, and the same
+  comparison with throttles and merging, docs/timing.md "Speed"). What changed: both event
+  loops are compiled without reference counting (`_nrt=False`) over state a wrapper allocates,
+  so the disk queue's, the server's and the reply helpers are inlined into them (a call to
+  `_enqueue` or `_serve_next` passed the queue's and the drive's 20 arrays as 136 words on
+  the stack; inlining them into a reference-counted loop doubled its time instead); the
+  drive model takes a read as scalars (`disk.model.service_read`, `service_kernel`'s loop
+  body, inlined there: the batch pass keeps its speed) instead of one-element arrays; the
+  percentiles partition their pool in place (np.partition copied it: ~2 ms). Tried
+  and dropped (no measurable change): inlining the drive's `_piece`, reusing the last
+  reply's wire time instead of a division, skipping the look-back for a READ with nothing
+  of its file in flight, radix-selecting the percentiles on 32 bits with a list of each
+  sub-bucket's distinct values (slower: 27 ms; the median's 1.1 M latencies share their top
+  32 bits and differ in the last ones); specialising the loops for no block layer (at most
+  3 ms: the branches are predicted). What is left (perf, this trace; 293 k disk reads):
+  the loop itself ~70 ms, most of it the per-READ chain from a reply to the next READ's
+  issue and CPU event (the look-back is 0.58 steps a READ); the drive model ~20 ms; the
+  percentiles ~18 ms; the replay's copies of the disk reads and the other passes over the
+  READs ~15 ms. Not done: dropping the per-READ `issue_s`/`done_s` when only a summary is
+  kept (their 32 MB of fresh pages cost 4-6 ms here, and the percentiles need the
+  latencies anyway).
 * Session 6, linux-6 against linux-3.12 (target: within 1.3x, a speed ratio >= 0.77). perf
   showed `filemap_read`, called once per READ, taking the whole replay state (~150 machine
   words) on the stack; inlined into the serve step (cold compile of a linux-6 loop 32 -> 38 s
@@ -206,6 +233,103 @@ seqheur 4.3 s wall, 4.1 s CPU, peak 813 MB; tshark 47.9 s wall, 35.0 s CPU, 1079
 wall, 8.5x on CPU). ~1.0 s of seqheur's 1.4 s of system time there is the kernel zeroing
 fresh pages as the pending-message table doubles to 2.6 M entries (422 MB); a compact record for answered calls
 would cut that, a decoder change not made here.
+
+Second pass, start-up and the kernels run per batch (2026-11-26, same machine, other jobs
+running: load average 1.5-2.5). Measured with a launcher that forks `python -m seqheur ingest
+CAPTURE -o OUT.parquet` and reads the child's user + system CPU and peak RSS from `wait4`, the
+previous commit (a copy of its `src/`, numba cache warm) and the new one in turns; medians of
+10 runs (start-up: the 747-frame capture `bench_ingest.py` makes) or 6-8 (1 GiB). Where the
+start-up's 0.52-0.58 s of CPU went, by `python -X importtime`, cProfile and a timer around
+each kernel's first call, and what changed:
+
+* numpy's OpenBLAS starts a worker thread per core as numpy is imported, and the threads spin
+  for a while: `python -c 'import numpy'` takes 0.12 s of user CPU, 0.06 s with
+  `OPENBLAS_NUM_THREADS=1`; in the start-up run, 0.085 s. `seqheur ingest` sets that variable
+  (unless the user did) before numpy loads, in a fresh process only; ingest does no linear
+  algebra.
+* numba's CPU-target refresh before its first cache load (0.10 s, imports and registers every
+  feature numba compiles) is skipped for the capture decoder's kernels: loading compiled code
+  needs only numba's runtime, and only for kernels that allocate; a cache miss compiles as
+  before (numba's compiler refreshes the target itself). The earlier pass had measured this and
+  not landed it; it is now covered by a test (a fresh process imports none of the refresh's
+  modules).
+* The kernels run once per batch pulled numba's array-implementation module in at their first
+  call (their cached code refers to its slice assignment and `np.empty`; 0.02 s with nine more
+  modules) and initialised numba's runtime (0.018 s): `expire`, `settle`, `shift_rows` and
+  `gather_fh` now copy with loops, take their outputs and scratch from the driver and run
+  without the runtime. Their first calls: 21, 1.6, 8.4, 6.8 ms -> 3.0, 1.4, 2.4, 2.4 ms.
+* `pyarrow.compute` (0.03 s to import) was loaded by Arrow casts of the narrow columns and by
+  `dictionary_encode` in `schema.fh_columns`: the decoder converts those columns with numpy,
+  and `gather_fh` finds each batch's distinct handles (FNV-1a, open addressing), which are
+  hashed into `file_id` and `fh_crc32` once each as before.
+
+Outputs unchanged: every bundled trace, the damaged-input corpus, the real captures the
+conformance test reads and the 256 MiB benchmark capture, ingested by the command line with
+each revision: Parquet tables and schemas equal (pyarrow `equals`, metadata included), stdout,
+stderr and exit codes equal, with and without `--json`. Result (CPU / wall, medians): start-up
+0.520 / 0.524 -> 0.287 / 0.291 s at load 1.9 (0.575 -> 0.322 s CPU at load 2.3); the 1 GiB
+capture 0.881 / 0.832 -> 0.589 / 0.592 s at load 1.9 (0.858 -> 0.598 s CPU at load 2.5);
+256 MiB 0.638 -> 0.390 s CPU; peak RSS 248 -> 207 MB. tshark `-T fields` on the same 1 GiB,
+two runs at load 1.5: 10.5 and 11.2 s CPU (10.6 and 11.3 s wall), so about 18x on CPU and on
+wall at that load, against the target's 20x (0.53 s).
+
+What is left: the start-up's 0.29 s is now imports and code loading that the command cannot do
+without: numba with llvmlite 0.11 s, numpy 0.035, pyarrow 0.025, click and the command modules
+0.03, the decoder's modules with numba's code generator 0.015, pyarrow.parquet 0.008, numpy.ma
+(which numba's type inference of an array imports) 0.006, loading the cached kernels 0.04 (the
+frame kernel, a 725 KB cache file, 0.026). Decoding the 1 GiB in one process, warm: 0.29 s,
+of which mapping the pages 0.03, the record walk 0.085 (one dependent cache miss per record,
+~110 ns for each of 744 k), the frame kernel 0.11 (~150 ns a frame; a UDP READ's frames, IPv4
+fragments reassembled, ~310 ns each, a TCP segment's ~125 ns), call expiry and row settling 0.016. Tried and
+dropped (in one process, 4-5 runs each): touching the page 2-16 KiB ahead of the walk
+(independent loads to overlap its misses: 0.118-0.130 s against 0.120-0.128), reading into a
+buffer instead of mapping (8 MiB: same; 1 MiB: 0.1 s slower), 32 or 128 MiB windows, no
+prefault or `MADV_WILLNEED` instead (all within 0.275-0.297 s), the cyclic GC off (within
+noise). The remaining 10% would have to come from the frame kernel or the walk.
+
+Third pass, the record walk beside the frame kernel (2026-11-26, same machine, load average
+1.1-1.8 during the runs). The walk of a window needs only its bytes and where the previous walk
+stopped (and, in pcapng, the interfaces the walk itself has read), never the decoder's state;
+so for a plain file a helper thread maps each window and walks its records at most one batch
+ahead of the frame kernel (two sets of frame arrays; both kernels release the GIL), and the
+decoder takes the batches and the window ends in the walk's order: the decoder makes the same
+calls as with one thread, so rows, batches, skip counts and the stop reason, offset and bytes
+left of a damaged capture are unchanged (an error of the walk thread is raised after the
+earlier windows' rows, where one thread raised it). Compressed input still reads and walks in
+one thread (its cost is the decompression). With the walk on the other core, the frame
+kernel no longer found each frame's headers in its own core's cache: 0.11 -> 0.15 s on the
+1 GiB; it now prefetches the first 192 bytes of the frame three ahead (`llvm.prefetch`, a hint
+with no effect on results): 0.113 s. Decoding the 1 GiB warm in one process (2 x 5 runs,
+alternating with the previous commit): 0.29-0.30 -> 0.165-0.17 s wall, CPU 0.29-0.30 ->
+0.28-0.31 s. The walk thread is busy ~0.115 s (mapping 0.034, walking 0.08) and waits for
+arrays the rest; the decoding thread ~0.15 s (frame kernel 0.116, expiry, settling and rows
+0.03) and waits for the walk 3 ms: the decoder is now the longer side. No prefault, or
+`MADV_WILLNEED`, in the walk thread: within noise.
+
+The command line, A/B with the launcher above against the previous commit, medians of 15
+interleaved runs (wall / CPU, min in brackets): 1 GiB at load 1.2-1.5, 0.661 (0.634) / 0.659
+-> 0.529 (0.497) / 0.641 s, and at load 0.9, 0.643 (0.613) / 0.642 -> 0.515 (0.496) / 0.628 s;
+peak RSS 206-208 MB both; 256 MiB (9 runs) 0.421 / 0.420 -> 0.382 / 0.412 s; the start-up
+capture (9 runs) 0.339 -> 0.325 s wall, within noise. On one core (the launcher under
+`taskset -c 1`, 9 runs) the 1 GiB took 0.645 -> 0.629 s: the thread costs nothing there (and
+gains nothing beyond the prefetch). (The previous commit's 1 GiB run took 0.59 s earlier in
+the day; the machine was slower at this hour for both.) tshark `-T fields` on the same 1 GiB,
+three runs at load 0.9-1.1: 10.88, 10.15 and 10.00 s wall (CPU the same to 0.02 s), peak
+1528 MB. So seqheur is 19.4x-20.6x tshark on wall over that spread (20.1x against the mean,
+10.34 s), 16x on CPU: the wall target is met only at its edge. Scaling: 4x the input (256 MiB
+-> 1 GiB) takes 1.4x the time (the fixed start-up dominates).
+
+Outputs unchanged, against the previous commit. `seqheur ingest`, with and without `--json`,
+of every bundled trace, the damaged-input corpus, the real captures, the 256 MiB and 1 GiB
+captures and two more generated 256 MiB ones, and of generated multi-window captures (small
+frames, so that an 8 MiB window holds several walk batches, in pcap and pcapng; big-endian
+nanosecond pcap; three of them also cut two thirds in, and with an impossible record length
+after 20 MiB) and 30 of the fuzz test's mutants: tables and schemas equal (pyarrow `equals`,
+metadata included), stdout, stderr and exit codes equal. `scan_pcap` with 64 KiB, 1 MiB and
+the default windows (64 KiB: records larger than a window too) over the same inputs but the
+larger captures (the 256 MiB one kept) and 150 mutants: the same batches, tables and reports,
+or the same error. What is left: the start-up (~0.3 s at this hour) and
+the frame kernel (0.116 s, now on the longer side of the two threads) are the long poles.
 """
 
 ORDER = ["detect", "replay", "engine_ab", "pcap", "ingest", "nfsdump", "stats", "disk", "sweep", "tune", "bound",
