@@ -128,6 +128,10 @@ def frames_identical(a: pl.DataFrame, b: pl.DataFrame) -> None:
         assert a[name].equals(b[name], check_names=True), name
 
 
+# ~95 s with a cold numba cache (eight engine loops of its own), the largest part of a cold
+# default run: `make test-slow` and CI run it; the default run keeps the sweep-level identity
+# on worker processes below and the per-profile identity over seven detectors above
+@pytest.mark.slow
 def test_shared_sweep_rows_identical_to_one_replay_each(trace, tmp_path):
     configs = grid_from_dict(GRID)
     alone = sweep(trace, configs, None, ExecutorSpec("serial"), share=False)
