@@ -150,6 +150,21 @@ def test_reproduce_ellard2003_quick(tmp_path):
     for c in cells:
         assert c["disk_mbps"] > 0 and c["e2e_mbps"] > 0
         assert c["e2e_error"] == pytest.approx(c["e2e_mbps"] / c["paper_mbps"] - 1)
+    # the stride reader is one process with one READ outstanding: no stride run beats one
+    # READ per round trip, server CPU and reply transfer (with 8 READs outstanding, the
+    # cursor rows did)
+    from seqheur.report.ellard2003 import REQUEST_KB, STRIDE_TIMING
+    from seqheur.timing.registry import parse_timing
+
+    for prof, spec in STRIDE_TIMING.items():
+        p = parse_timing(spec).params
+        assert p.slots == 1
+        read = REQUEST_KB * 1024
+        ceiling = read / 1e6 / (p.rtt_us * 1e-6 + p.cpu_us * 1e-6
+                                + read / (min(p.link_mbps, p.host_mbps) * 1e6))
+        rows = strides.filter((pl.col("profile") == prof) & (pl.col("kind") == "heuristic"))
+        assert rows.height == 12  # 4 detectors x 3 strides
+        assert (rows["e2e_throughput_mbps"] <= ceiling * (1 + 1e-9)).all(), (prof, ceiling)
 
 
 def test_compare_with_a_timing_model(tmp_path):

@@ -93,9 +93,11 @@ def reproduce_ellard2003(out_dir: str | Path, quick: bool = False) -> ReproduceR
     rep.heading("Stride readers (§7; Table 1, Figure 8)")
     for prof in setup.profiles:
         rep.figure(figs[f"stride-{prof}"], f"Stride readers, {prof}; dashed: the paper's Table 1")
+    timings = "; ".join(f"{p}: {t}" for p, t in E.STRIDE_TIMING.items())
     rep.paragraph("Table 1 cell by cell: the paper's MB/s against the disk model's and the "
-                  "end-to-end model's (closed-loop, testbed preset), with each one's error "
-                  f"({E.TIMING}; the model is not validated: docs/timing.md).")
+                  "end-to-end model's (closed-loop, testbed preset: one READ outstanding, "
+                  "the SCSI drive's tagged queue in arrival order), with each one's error "
+                  f"({timings}; docs/reproducing-ellard2003.md).")
     rep.table([{"profile": c["profile"], "heuristic": c["heuristic"], "stride": c["stride"],
                 "paper MB/s": c["paper_mbps"], "disk model MB/s": c["disk_mbps"],
                 "error (disk)": c["disk_error"], "end-to-end MB/s": c["e2e_mbps"],
