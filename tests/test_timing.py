@@ -184,7 +184,7 @@ def test_more_slots_never_lower_e2e_throughput_under_fifo(s, policy, a, more, rt
 @settings(max_examples=25, deadline=None)
 @given(s=streams(), profile=st.sampled_from(["ide-7200", "scsi-10k",
                                              "ide-7200:drive_cache=false"]),
-       scheduler=st.sampled_from(["fifo", "cscan"]))
+       scheduler=st.sampled_from(["fifo", "cscan", "tcq"]))
 def test_ideal_client_and_network_is_the_disk_time(s, profile, scheduler) -> None:
     """Infinite bandwidth, no round trip, no CPU, one slot, no think time, no read-ahead:
     the READs see exactly the disk's busy time (one read at a time: cscan has no choice)."""
@@ -345,7 +345,8 @@ def _inputs(s: ReadStream, spec: str, policy: str, profile: str):
        slots=st.integers(1, 6), extra=st.integers(0, 3),
        rtt=st.sampled_from([0, 37.5, 500]), cpu=st.sampled_from([0, 20, 300]),
        link=st.sampled_from([0, 54, 125]), rsize=st.sampled_from([4096, 1048576]),
-       think=st.sampled_from(["none", "trace"]), scheduler=st.sampled_from(["fifo", "cscan"]),
+       think=st.sampled_from(["none", "trace"]),
+       scheduler=st.sampled_from(["fifo", "cscan", "tcq:tcq_depth=1", "tcq:tcq_depth=3"]),
        merge=st.sampled_from(["off", "plug", "elevator"]),
        throttle=st.sampled_from([0, 0.5, 5]))
 def test_the_short_loop_is_the_exact_loop(s, policy, profile, slots, extra, rtt, cpu, link,
@@ -371,12 +372,71 @@ def test_the_short_loop_is_the_exact_loop(s, policy, profile, slots, extra, rtt,
 
 
 # --------------------------------------------------------------------------------------------
+# the drive's tagged queue
+
+
+@settings(max_examples=30, deadline=None)
+@given(s=streams(max_n=80), policy=st.sampled_from(["auto", "none", "fixed:4"]),
+       slots=st.integers(1, 8), merge=st.sampled_from(["off", "plug"]),
+       throttle=st.sampled_from([0, 0.5]), exact=st.booleans())
+def test_a_tagged_queue_deeper_than_the_reads_is_arrival_order(s, policy, slots, merge,
+                                                               throttle, exact) -> None:
+    """A drive that can hold every read gets each one as it is queued and serves them in
+    arrival order: the same run as a fifo queue, to the last bit (no elevator merging: that
+    needs requests the host still holds)."""
+    from seqheur.timing import closed_loop as CL
+
+    base = f"closed-loop:slots={slots}:merge={merge}"
+    profile = throttled("ide-7200", throttle)
+    inputs, fifo = _inputs(s, f"{base}:scheduler=fifo", policy, profile)
+    _, tcq = _inputs(s, f"{base}:scheduler=tcq:tcq_depth={inputs.op_length.size + 1}",
+                     policy, profile)
+    a = CL.run(fifo, inputs, exact=exact)
+    b = CL.run(tcq, inputs, exact=exact)
+    assert np.array_equal(a.issue_s, b.issue_s) and np.array_equal(a.done_s, b.done_s)
+    assert (a.disk_busy_s, a.disk_end_s, a.disk_requests) == (b.disk_busy_s, b.disk_end_s,
+                                                              b.disk_requests)
+
+
+@pytest.mark.parametrize("depth, order", [(1, [0, 1, 2]), (2, [0, 2, 1]), (3, [0, 2, 1])])
+def test_the_host_sends_in_elevator_order_and_the_drive_serves_in_arrival_order(depth,
+                                                                                  order):
+    """Read 0 reaches an idle drive; reads 2 (far) then 1 (near) are queued while it is busy.
+    A one-deep tagged queue leaves the choice to the host's elevator (1, the nearer, next);
+    a deeper one has sent both on and the drive serves them as they came."""
+    from seqheur.timing import closed_loop as CL
+
+    s = ReadStream.from_arrays([0, 0, 0], [0, K8, 2 * K8], [K8, K8, K8])
+    inputs, _ = _inputs(s, "closed-loop", "none", "ide-7200")
+    i64 = np.int64
+    f = np.zeros(3, i64)
+    o = np.array([0, 64 * K8, 640 * K8], i64)  # reads 0, 1, 2 in address order
+    n = np.full(3, K8, i64)
+    place = inputs.place
+    addr = CL.op_address(f, o, place.ext_first, place.ext_base, i64(place.extent_bytes))
+    d = CL.new_disk(inputs, addr, f, o, n, "off", 1 << 20, depth)
+    ext = i64(place.extent_bytes)
+    tail = CL._enqueue(d, 0, 0, 0, True, 0.0)
+    j, _, head, tail, end = CL._serve_next(d, 0, tail, i64(0), True, ext, 0.0, 0.0)
+    served = [int(j)]
+    for k in (2, 1):
+        tail = CL._enqueue(d, k, head, tail, True, 0.001)
+    while len(served) < 3:
+        tail = CL._tcq_done(d, tail)
+        j, _, head, tail, end = CL._serve_next(d, head, tail, end, True, ext, 0.01, 0.0)
+        served.append(int(j))
+    assert served == order
+    assert tail == 0 and d.tq[CL.TQ_COUNT] == 1  # the last one is at the drive, in service
+
+
+# --------------------------------------------------------------------------------------------
 # block-layer merging
 
 
 @settings(max_examples=30, deadline=None)
 @given(s=streams(max_n=80, max_files=2), policy=st.sampled_from(["auto", "fixed:4"]),
-       slots=st.integers(1, 8), scheduler=st.sampled_from(["fifo", "cscan"]),
+       slots=st.integers(1, 8),
+       scheduler=st.sampled_from(["fifo", "cscan", "tcq:tcq_depth=1", "tcq:tcq_depth=4"]),
        merge=st.sampled_from(["plug", "elevator"]),
        max_request=st.sampled_from([4096, K8, 3 * K8, 1 << 20]),
        throttle=st.sampled_from([0, 0.5, 5]))

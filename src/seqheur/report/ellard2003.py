@@ -46,11 +46,12 @@ REQUEST_KB = 8  # NFSv3 over UDP, FreeBSD 4 client default rsize (8 KiB)
 #   read-ahead while nra < seqcount; a stride pattern keeps the descriptor's seqcount at 0),
 #   so each read() waits for its own READ;
 # * the SCSI disk's tagged queue: the testbed's kernel used it (§5.2), so the drive, not
-#   bufqdisksort, orders the reads, and the paper found its order fairer than the kernel's
-#   (§5.3: it serves a waiting request before much more of a streaming one): modelled as
-#   arrival order. The IDE drive has no tagged queue: the kernel's cyclic elevator orders.
+#   bufqdisksort, orders the reads it holds, and the paper found its order fairer than the
+#   kernel's (§5.3: it serves a waiting request before much more of a streaming one):
+#   modelled as arrival order (scheduler tcq). The IDE drive has no tagged queue: the
+#   kernel's cyclic elevator orders.
 TIMING = "closed-loop:preset=paper-testbed:slots=1"
-STRIDE_TIMING = {"ide-7200": TIMING, "scsi-10k": f"{TIMING}:scheduler=fifo"}
+STRIDE_TIMING = {"ide-7200": TIMING, "scsi-10k": f"{TIMING}:scheduler=tcq"}
 
 # Table 1 (§7): mean MB/s of ten reads of a 256 MB file, UDP.
 TABLE1 = {

@@ -19,8 +19,10 @@ of them the READ waits for (``sync``; read-ahead is asynchronous). This model ti
   has not finished, or another READ's demand read); its read-ahead reads do not hold it.
   The thread is free once the reply is handed to the network.
 * **disk** — one queue, ``fifo`` (arrival order) or ``cscan`` (one-way elevator by the byte
-  address of the file placement, :meth:`seqheur.disk.model.DiskModel.place`), feeding the
-  drive model one read at a time (:func:`seqheur.disk.model.service_read`, its state carried
+  address of the file placement, :meth:`seqheur.disk.model.DiskModel.place`), or ``tcq`` (a
+  tagged command queue: the drive holds up to ``tcq_depth`` requests and serves them in the
+  order they reached it; the host keeps the rest in ``cscan`` order and sends the next one
+  when a request completes), feeding the drive model one read at a time (:func:`seqheur.disk.model.service_read`, its state carried
   from read to read; the time the drive was idle before a read lets its own read-ahead run).
 * **block layer** (Linux's, read at the source: block/blk-throttle.c, block/blk-merge.c,
   block/blk-mq.c) — the disk profile's host throttle (``DiskProfile.throttle``: a
@@ -104,9 +106,13 @@ class Params:
                              "replies, MB = 10^6 bytes; 0 = no limit")
     nfsd: int = param(8, doc="server threads serving READs, >= 1")
     cpu_us: float = param(0.0, unit="µs", doc="server CPU time per RPC")
-    scheduler: str = param("fifo", choices=("fifo", "cscan"),
-                           doc="disk queue: fifo (arrival order) or cscan (one-way elevator "
-                           "by byte address)")
+    scheduler: str = param("fifo", choices=("fifo", "cscan", "tcq"),
+                           doc="disk queue: fifo (arrival order), cscan (one-way elevator "
+                           "by byte address) or tcq (the drive's tagged queue: it holds up "
+                           "to tcq_depth requests and serves them in arrival order; the "
+                           "host keeps the rest in cscan order)")
+    tcq_depth: int = param(64, doc="tcq: requests the drive holds at once (its tagged "
+                           "queue depth, the host's openings), >= 1")
     merge: str = param("off", choices=("off", "plug", "elevator"),
                        doc="block-layer merging of a read into a request it continues (back "
                        "merge) or ends just before (front merge): plug: into the newest read "
@@ -126,6 +132,8 @@ class Params:
             raise ValueError(f"rsize must be >= 1 byte, not {self.rsize}")
         if self.max_request < 1:
             raise ValueError(f"max_request must be >= 1 byte, not {self.max_request}")
+        if self.tcq_depth < 1:
+            raise ValueError(f"tcq_depth must be >= 1, not {self.tcq_depth}")
         for name in ("rtt_us", "link_mbps", "host_mbps", "cpu_us"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")
@@ -286,13 +294,14 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
     slots = int(params.slots)
     half_rtt = params.rtt_us * 0.5e-6
     cpu_s = params.cpu_us * 1e-6
-    cscan = params.scheduler == "cscan"
+    cscan = params.scheduler in ("cscan", "tcq")  # tcq: the host's queue is an elevator
     issue = np.empty(n)
     done = np.empty(n)
 
     def disk() -> Disk:
         return new_disk(inputs, addr, op_file, op_off, op_len, params.merge,
-                        params.max_request)
+                        params.max_request,
+                        params.tcq_depth if params.scheduler == "tcq" else 0)
 
     ok = False
     d = disk()
@@ -311,11 +320,13 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
 
 
 def new_disk(inputs: TimingInputs, addr: np.ndarray, op_file: np.ndarray, op_off: np.ndarray,
-             op_len: np.ndarray, merge: str, max_request: int) -> "Disk":
+             op_len: np.ndarray, merge: str, max_request: int, tcq_depth: int = 0) -> "Disk":
     """An empty disk queue in front of the replay's drive model (its state fresh) for the
     disk reads ``op_*`` (int64) starting at disk addresses ``addr``; ``merge``: off, plug or
     elevator, up to ``max_request`` bytes; the drive model's host throttle, if it has one,
-    holds reads in front of the queue (and the drive is handed only what it let go)."""
+    holds reads in front of the queue (and the drive is handed only what it let go);
+    ``tcq_depth`` > 0: the drive's tagged queue of that depth (the queue is then the host's,
+    kept in cscan order)."""
     i64 = np.int64
     m = op_file.size
     # the block layer's arrays, empty when it is off (no merging, no throttle): the queue
@@ -329,7 +340,8 @@ def new_disk(inputs: TimingInputs, addr: np.ndarray, op_file: np.ndarray, op_off
                 place.ext_first, place.ext_base, model.drive_params(), *drive,
                 model.new_state(), np.empty((6, b), i64),
                 np.array([max_request if merge != "off" else 0, 0, merge == "plug", 0, 0], i64),
-                model.iparams, np.array([1.0 if throttled else 0.0, 0.0]))
+                model.iparams, np.array([1.0 if throttled else 0.0, 0.0]),
+                np.zeros(TQ_RING + tcq_depth if tcq_depth > 0 else 0, i64))
 
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
@@ -629,6 +641,17 @@ class Disk(NamedTuple):
     tip: np.ndarray
     # float64[2]: 1.0 when there is a throttle; when it lets its oldest held request go (s)
     gate: np.ndarray
+    # int64: the drive's tagged queue (empty: none): [TQ_COUNT] requests at the drive (the
+    # one in service included), [TQ_HEAD] the oldest's place in the ring, [TQ_SENT] the disk
+    # address where the request the host sent last ends (its elevator's position), then the
+    # ring of ``depth`` request heads from [TQ_RING] on
+    tq: np.ndarray
+
+
+TQ_COUNT = 0
+TQ_HEAD = 1
+TQ_SENT = 2
+TQ_RING = 3
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -736,7 +759,8 @@ def _enqueue(d, j, head, tail, cscan, now):
 @njit(cache=True, nogil=True, _nrt=False)
 def _push(d, j, a, tail, cscan):
     """Request j (its first read), starting at disk address ``a``, enters the disk queue;
-    returns the queue's new end."""
+    returns the queue's new end. With a tagged queue the host sends it (or the next in its
+    elevator's order) on to the drive at once if the drive has room."""
     if not cscan:
         d.dq[tail] = j
         return tail + 1
@@ -753,7 +777,72 @@ def _push(d, j, a, tail, cscan):
         d.qaddr[k] = d.qaddr[k - 1]
     d.dq[lo] = j
     d.qaddr[lo] = a
-    return tail + 1
+    tail += 1
+    if d.tq.size:
+        tail = _tcq_send(d, tail)
+    return tail
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _cscan_take(d, tail, from_addr):
+    """Take the request a one-way elevator at ``from_addr`` serves next from the sorted
+    queue ``dq[:tail]``: the lowest address at or past it, wrapping to the lowest (among
+    equal addresses the oldest). Returns it and the queue's new end."""
+    lo = 0
+    hi = tail
+    while lo < hi:  # the first read at or past the position
+        mid = (lo + hi) >> 1
+        if d.qaddr[mid] < from_addr:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo == tail:
+        lo = 0
+    j = d.dq[lo]
+    for k in range(lo, tail - 1):
+        d.dq[k] = d.dq[k + 1]
+        d.qaddr[k] = d.qaddr[k + 1]
+    return j, tail - 1
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _extent(d, j):
+    """Request j's file offset, bytes and the disk address where it ends."""
+    if d.rq.shape[1]:  # the block layer's request
+        return d.rq[2, j], d.rq[3, j], d.rq[4, j] + d.rq[3, j]
+    return d.op_off[j], d.op_len[j], d.addr[j] + d.op_len[j]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _tcq_send(d, tail):
+    """The host sends requests of its queue ``dq[:tail]`` to the drive's tagged queue, in
+    its elevator's order from the last one it sent, while the drive has room. Returns the
+    host queue's new end."""
+    t = d.tq
+    depth = t.size - TQ_RING
+    while t[TQ_COUNT] < depth and tail > 0:
+        j, tail = _cscan_take(d, tail, t[TQ_SENT])
+        t[TQ_RING + (t[TQ_HEAD] + t[TQ_COUNT]) % depth] = j
+        t[TQ_COUNT] += 1
+        t[TQ_SENT] = _extent(d, j)[2]
+    return tail
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _tcq_done(d, tail):
+    """The drive has finished its oldest request (the one it was serving): its tag is free,
+    and the host sends the next. Returns the host queue's new end."""
+    t = d.tq
+    t[TQ_HEAD] = (t[TQ_HEAD] + 1) % (t.size - TQ_RING)
+    t[TQ_COUNT] -= 1
+    return _tcq_send(d, tail)
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _disk_has_work(d, head, tail):
+    """Whether an idle disk has something to do: queued requests, the drive's tagged queue,
+    or requests the throttle holds."""
+    return head != tail or d.gate[0] > 0.0 or (d.tq.size > 0 and d.tq[TQ_COUNT] > 0)
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -789,46 +878,37 @@ def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, now, idle_s):
     """The idle disk takes the next request of its queue at ``now``, after ``idle_s``
     seconds idle, and serves it with the drive model as one read: the oldest (fifo), or the
     one at the lowest address at or past the head, wrapping to the lowest address (cscan;
-    among equal addresses the oldest). Returns the request's first read (-1: none taken),
-    its service time (or, when the throttle holds the request, how long it holds it), the
-    queue's new head and end, and the disk address where the request ends."""
+    among equal addresses the oldest), or the oldest the drive holds (tcq: it stays there,
+    holding its tag, until :func:`_tcq_done`). Returns the request's first read (-1: none
+    taken), its service time (or, when the throttle holds the request, how long it holds
+    it), the queue's new head and end, and the disk address where the request ends."""
     if d.gate[0] > 0.0:
         tail = _throttle_release(d, now, tail, cscan)
-    if head == tail:
-        if d.blk[3] < d.blk[4]:  # the throttle holds the next request until then
-            return -1, d.gate[1] - now, head, tail, 0
-        return -1, 0.0, head, tail, 0
-    if cscan:
-        lo = 0
-        hi = tail
-        while lo < hi:  # the first read at or past the head
-            mid = (lo + hi) >> 1
-            if d.qaddr[mid] < head_addr:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo == tail:
-            lo = 0
-        j = d.dq[lo]
-        for k in range(lo, tail - 1):
-            d.dq[k] = d.dq[k + 1]
-            d.qaddr[k] = d.qaddr[k + 1]
-        tail -= 1
+    if d.tq.size:
+        if d.tq[TQ_COUNT] == 0:
+            return _idle(d, now, head, tail)
+        j = d.tq[TQ_RING + d.tq[TQ_HEAD]]
+    elif head == tail:
+        return _idle(d, now, head, tail)
+    elif cscan:
+        j, tail = _cscan_take(d, tail, head_addr)
     else:
         j = d.dq[head]
         head += 1
-    if d.rq.shape[1]:  # the block layer's request
-        off = d.rq[2, j]
-        length = d.rq[3, j]
-        end = d.rq[4, j] + length
-    else:
-        off = d.op_off[j]
-        length = d.op_len[j]
-        end = d.addr[j] + length
+    off, length, end = _extent(d, j)
     service, _ = service_read(d.op_file[j], off, length, True, idle_s, d.ext_first,
                               d.ext_base, extent_bytes, d.ip, d.fp, d.seek_d, d.seek_t,
                               d.zone_start, d.zone_rate, d.dstate)
     return j, service, head, tail, end
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _idle(d, now, head, tail):
+    """:func:`_serve_next` with nothing to serve: the throttle may hold the next request
+    (until ``d.gate[1]``)."""
+    if d.blk[3] < d.blk[4]:
+        return -1, d.gate[1] - now, head, tail, np.int64(0)
+    return -1, 0.0, head, tail, np.int64(0)
 
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
@@ -939,6 +1019,8 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
             disk_busy = False
             if disk_op != NO_LINK:  # a read done, not the throttle's hold
                 disk_free_at = now
+                if d.tq.size:
+                    dq_tail = _tcq_done(d, dq_tail)
             nready, node_free = _request_done(disk_op, d, w, node_free, ready_r, ready_slot)
             for i in range(nready):  # they reply, in that order
                 r = ready_r[i]
@@ -948,7 +1030,7 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 known += 1
                 free_slot[nfree] = ready_slot[i]
                 nfree += 1
-        if not disk_busy and (dq_head != dq_tail or d.gate[0] > 0.0):  # else nothing to do
+        if not disk_busy and _disk_has_work(d, dq_head, dq_tail):
             j, service, dq_head, dq_tail, end = _serve_next(d, dq_head, dq_tail, head_addr,
                                                             cscan,
                                                        extent_bytes, now, now - disk_free_at)
@@ -1128,6 +1210,8 @@ def _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
             disk_busy = False
             if disk_op != NO_LINK:  # a read done, not the throttle's hold
                 disk_free_at = now
+                if d.tq.size:
+                    dq_tail = _tcq_done(d, dq_tail)
             nready, node_free = _request_done(disk_op, d, w, node_free, ready_r, ready_slot)
             for i in range(nready):  # they reply, in that order
                 r = ready_r[i]
@@ -1152,7 +1236,7 @@ def _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
             cpu_len += 1
             seq += 1
         # an idle disk starts the next read of its queue
-        if not disk_busy and (dq_head != dq_tail or d.gate[0] > 0.0):  # else nothing to do
+        if not disk_busy and _disk_has_work(d, dq_head, dq_tail):
             j, service, dq_head, dq_tail, end = _serve_next(d, dq_head, dq_tail, head_addr,
                                                             cscan,
                                                        extent_bytes, now, now - disk_free_at)
