@@ -94,3 +94,23 @@ def test_cached_kernels_load_without_numba_s_target_refresh(tmp_path):
     assert run() == "[]"
     table, _ = read_trace(src, warn_loss=False)
     assert _decoded(pq.read_table(out)).equals(_decoded(table))
+
+
+def test_numba_extensions_wait_for_a_cache_miss(tmp_path):
+    """A kernel loaded from numba's cache skips numba's scan of every installed distribution
+    for extensions; one compiled (a cache miss) has its extensions initialised first."""
+    (tmp_path / "toy_kernel.py").write_text(
+        "from numba import njit\n\n\n@njit(cache=True)\ndef bump(x):\n    return x + 1\n")
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import toy_kernel; "
+            "from numba.core import entrypoints; "
+            "from seqheur.ingest.pcap._engine import _load_cached_without_refresh; "
+            "_load_cached_without_refresh([toy_kernel.bump]); "
+            "print(toy_kernel.bump(41), entrypoints._already_initialized, "
+            "toy_kernel.bump.stats.cache_hits.total())")
+
+    def run() -> list[str]:
+        return subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                              text=True, check=True, timeout=600).stdout.split()
+
+    assert run() == ["42", "True", "0"]  # compiled: extensions initialised before compiling
+    assert run() == ["42", "False", "1"]  # loaded from the cache: no scan
