@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -57,6 +58,30 @@ def test_many_batches_stream_in_order(tmp_path, monkeypatch):
     rows = _same_as_read_trace(cap, tmp_path / "t.parquet")
     assert pq.ParquetFile(tmp_path / "t.parquet").metadata.num_row_groups > 3
     assert rows > 1000
+
+
+def test_a_handle_pool_at_its_least_headroom_grows_to_the_same_rows(tmp_path, monkeypatch):
+    """The decoder's handle pool starts with room to spare; started at the frame kernel's
+    least headroom it grows at the first handle stored, and the rows are the same."""
+    src = TRACES / "demo-v3.pcap.gz"
+    want = ingest_file(src, tmp_path / "want.parquet")
+    alloc, grow, sizes = _engine.Decoder._alloc, _engine.Decoder._grow, []
+
+    def least(self):
+        alloc(self)
+        self.fh = np.zeros(_engine.HR_FH * 2, np.uint8)
+
+    def grow_noted(self):
+        before = self.fh.shape[0]
+        grow(self)
+        sizes.append((before, self.fh.shape[0]))
+
+    monkeypatch.setattr(_engine.Decoder, "_alloc", least)
+    monkeypatch.setattr(_engine.Decoder, "_grow", grow_noted)
+    got = ingest_file(src, tmp_path / "got.parquet")
+    assert (_engine.HR_FH * 2, _engine.HR_FH * 4) in sizes
+    assert got[0] == want[0] > 0 and got[1].to_dict() == want[1].to_dict()
+    assert pq.read_table(tmp_path / "got.parquet").equals(pq.read_table(tmp_path / "want.parquet"))
 
 
 def test_a_capture_with_no_rows_writes_an_empty_table(tmp_path):

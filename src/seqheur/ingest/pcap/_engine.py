@@ -156,7 +156,9 @@ class Decoder:
         self.rows = np.zeros((nrow + HR_ROWS, RF), np.int64)
         self.pend = np.zeros((npend + HR_MSGS, PF), np.int64)
         self.jt = np.zeros((1 << 16, 2), np.int64)
-        self.fh = np.zeros(HR_FH * 2, np.uint8)
+        # the frame kernel wants room for at least two headroom units beyond the handles
+        # stored: at 2 units the pool would grow (and load a kernel for it) at the first one
+        self.fh = np.zeros(HR_FH * 4, np.uint8)
         self.ctr = np.zeros(NCTR, np.int64)
         # the first frames skipped for each reason (frame numbers, -1 unused): the report's
         # examples, as nfsdump's show the first lines skipped
