@@ -104,12 +104,14 @@ def test_cached_kernels_load_without_numba_s_target_refresh(tmp_path):
     """A fresh process whose pcap kernels are cached loads them without numba's target
     refresh (which imports every feature numba can compile, numba.np.linalg among them: a
     fifth of a small capture's `seqheur ingest`) and, the kernels run per batch allocating
-    nothing, without numba's array module; and it writes the rows read_trace gives."""
+    nothing, without numba's array module; nor does it import dateutil (which Arrow's type
+    inference of a list of strings imports); and it writes the rows read_trace gives."""
     src = TRACES / "demo-v3.pcap.gz"
     out = tmp_path / "t.parquet"
     code = ("import sys; from seqheur.ingest import ingest_file; "
             f"ingest_file({str(src)!r}, {str(out)!r}); "
-            "print([m for m in ('numba.np.linalg', 'numba.np.arrayobj') if m in sys.modules])")
+            "print([m for m in ('numba.np.linalg', 'numba.np.arrayobj', 'dateutil') "
+            "if m in sys.modules])")
 
     def run() -> str:
         return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
