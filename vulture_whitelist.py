@@ -19,6 +19,7 @@ _._cache  # engine.py: numba's Dispatcher attribute, replaced by the engine's ca
 synth_paper, synth_stride, synth_random, synth_mix  # commands/data.py
 list_  # commands/lab.py: `seqheur lab list`
 reproduce_ellard  # commands/report.py: `seqheur reproduce ellard2003`
+_.list_commands  # cli.py: click.Group method, overridden for verbs that load on demand
 
 # standard-library and ctypes hooks
 _.showwarning  # commands/disk.py: warnings.showwarning replaced for the command

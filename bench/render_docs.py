@@ -339,6 +339,61 @@ interleaved rounds; section *ingest* below): seqheur 0.559 s wall (0.672 s CPU) 
 tshark's 10.8 s, **19.3x**: the 20x target missed by 3 % (0.54 s), while the runs above, an
 hour earlier, put it at 19.4-20.6x. The ratio sits on the target's edge, within the run-to-run
 spread of both tools; start-up alone (a capture of a few frames) took 0.326 s of it.
+
+Fourth pass, the fixed start-up (2026-11-26, same machine, shared with other jobs: load average
+1.3-2.2 during the runs). Where a start-up run's ~0.3 s of CPU goes, in one process with the
+bytecode written (`python -X importtime`, cProfile, timers around imports and around each
+kernel's first call): the interpreter 0.01 s; click 0.02; `seqheur.cli` with the ten command
+modules 0.012; numpy 0.04; pyarrow 0.027; numba with llvmlite 0.12; the decoder's modules
+0.04-0.045 (numba making a dispatcher for each of their 73 jitted functions, and its code
+generator for the first); pyarrow.parquet 0.01; then the first run of the decoder
+0.07, of which the cached kernels 0.045 (the frame kernel 0.027, 0.02 of it LLVM parsing the
+437 KB of bitcode its cache holds besides the machine code), numpy.ma 0.006-0.014 (numba's
+type check of the first array imports it), and the decoding and writing of the few frames
+themselves ~0.006 (the same call repeated in the process). What changed:
+
+* Verbs load on demand: `seqheur.cli` imports a verb's module (`commands.VERBS` names it)
+  only when that verb runs, or when `--help` lists the verbs; an unknown verb loads them all,
+  so click's error and its "Did you mean" are as before (tests compare the help and the
+  errors with a group that registers every verb up front). Importing the command line and
+  ingest's module: 11.6-13.0 -> 6.8-7.0 ms.
+* numba reads the entry points of every installed distribution before a kernel's first call,
+  looking for extensions (3.7-3.9 ms here). The decoder's kernels skip that when they load
+  from the cache, and run it on a cache miss, before compiling (tested both ways on a toy
+  kernel).
+* The decoder's pool of file handles started at exactly the frame kernel's least headroom
+  (two units), so the first handle stored grew it: a 4.5 MB copy and one more kernel to load
+  (`headroom_units`, 1.9-2.0 ms), in every capture. It now starts at four units, its size
+  after that first growth (a test starts it at two: the same rows).
+* The op and transport dictionaries were built from untyped lists of strings, whose type
+  inference in Arrow imports dateutil: 2.8-3.2 ms. They are typed now.
+* Measurement, not code: main's working tree held stale bytecode for eight of the modules a
+  one-file ingest imports (the decoder's driver and kernels, the schema, the data verbs,
+  edited since their bytecode was written); with `PYTHONDONTWRITEBYTECODE` set, as it is in
+  the shells on this machine, every timed process compiles them from source: 13.5 ms of
+  `compile()` for those files, 14-18 ms of CPU per start-up in A/B runs (a copy of that tree
+  against the same revision with its bytecode written). An installed package has its bytecode;
+  `bench/bench_ingest.py` now writes seqheur's before timing.
+
+A/B with the launcher above, previous commit (a copy of its `src/`, bytecode written, numba
+cache warm) against this one, interleaved; CPU median, minimum wall in brackets. Start-up (the
+747-frame capture, 40 rounds, load 1.3-1.8): 0.319 (0.296) -> 0.307 (0.289) s; the previous
+commit as the benchmark ran it, main's working tree with its stale bytecode: 0.337 (0.321) s.
+1 GiB (15 rounds, load 1.6-2.0): 0.659 (0.639) -> 0.636 (0.614) s, main's working tree 0.663
+(0.641) s. Outputs unchanged: `seqheur ingest` of every bundled trace (the Parquet one too),
+the 747-frame capture, a generated 48 MiB capture and the 1 GiB one, with and without
+`--json`: Parquet files byte-identical, stdout, stderr and exit codes equal. `seqheur --help`,
+`-h`, `--version`, no arguments, each verb's `--help`, unknown and mistyped verbs, and shell
+completion of the verbs: the same output and exit codes. Tried and dropped: importing
+pyarrow.parquet in a helper thread while the frame kernel's bitcode is parsed (LLVM works
+without the GIL): within noise with the other core busy; the cyclic GC off during a one-file
+ingest: nothing to gain, its 20 collections (2.7-3.0 ms in all) happen while click and the
+command line are imported, before `seqheur.cli.main` raises the threshold; raising it before
+those imports instead: 6 collections, but one of them, over everything imported by then,
+took 25-27 ms. What is left is the imports (numba, numpy, pyarrow, click: ~0.21 s), numba's
+dispatchers for the decoder's functions and its loads of the cached kernels (~0.08 s), the
+frame kernel's load the largest (its cache holds the optimised code of everything it calls);
+decoding and writing a few frames once all that is loaded takes ~6 ms.
 """
 
 ORDER = ["detect", "replay", "engine_ab", "pcap", "ingest", "nfsdump", "stats", "disk", "sweep", "tune", "bound",

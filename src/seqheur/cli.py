@@ -1,21 +1,45 @@
 """The ``seqheur`` command line. Every verb is a thin wrapper over the public API.
 
-Heavy modules are imported inside the commands so that ``seqheur --help`` starts fast.
-User errors (SeqheurError) print one line and exit 1, never a traceback.
+A verb's module (seqheur/commands/*.py) is imported only when the verb runs, and heavy
+modules only inside the commands, so that every verb starts fast. User errors (SeqheurError)
+print one line and exit 1, never a traceback.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
 import click
 
 from . import __version__
+from .commands import VERBS
 from .errors import SeqheurError
 
 
 class _Group(click.Group):
+    """The ``seqheur`` group: verbs load on demand (see ``commands.VERBS``), every error of a
+    verb is one line."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(VERBS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in VERBS:
+            # (the module registers all its verbs, so each module is imported once)
+            importlib.import_module(f".commands.{VERBS[cmd_name]}", __package__).register(self)
+        return self.commands.get(cmd_name)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        if click.utils.make_str(args[0]) not in VERBS:
+            # an unknown verb: click's error suggests the closest of the loaded verbs, so load
+            # them all (a mistyped verb costs the imports it saves a correct one)
+            for name in VERBS:
+                self.get_command(ctx, name)
+        return super().resolve_command(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         import warnings
 
@@ -90,11 +114,10 @@ def main(argv: list[str] | None = None) -> None:
         raise
 
 
-# Verbs live in seqheur/commands/*.py, one module per capability; each registers on `cli`
-# (they do not import this module: every module imports on its own).
-from .commands import echo_json, register_all  # noqa: E402,F401  (echo_json: kept importable)
-
-register_all(cli)
+# Verbs live in seqheur/commands/*.py, one module per capability; each registers on `cli` when
+# one of its verbs is first asked for (they do not import this module: every module imports on
+# its own).
+from .commands import echo_json  # noqa: E402,F401  (kept importable from here)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

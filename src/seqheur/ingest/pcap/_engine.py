@@ -82,15 +82,21 @@ def _load_cached_without_refresh(kernels) -> None:
     CPU, a fifth of a small capture's ``seqheur ingest``). Compiling needs that; loading
     compiled code needs only the runtime's allocator (for the kernels that allocate). On a
     cache miss numba's compiler refreshes the target itself, so a kernel compiled here is
-    compiled as before. With a numba whose cache lacks the methods used, or with caching
-    off, the kernels load as usual."""
+    compiled as before.
+
+    Likewise numba initialises its extensions before a kernel's first call, reading the entry
+    points of every installed distribution (~4 ms, on the way to the first batch). Loading
+    machine code needs no extension: here they are initialised on a cache miss, before the
+    compiler starts. With a numba whose cache lacks the methods used, or with caching off,
+    the kernels load as usual."""
+    from numba.core import entrypoints
     from numba.core.runtime import nrt
 
     for kernel in kernels:
         cache = getattr(kernel, "_cache", None)
         guard = getattr(cache, "_guard_against_spurious_io_errors", None)
         load = getattr(cache, "_load_overload", None)
-        if guard is None or load is None:
+        if guard is None or load is None or not hasattr(kernel, "_compilation_chain_init_hook"):
             continue
 
         def load_overload(sig, target_context, guard=guard, load=load,
@@ -98,9 +104,17 @@ def _load_cached_without_refresh(kernels) -> None:
             if needs_nrt:  # (a kernel compiled without the runtime never calls into it)
                 nrt.rtsys.initialize(target_context)
             with guard():
-                return load(sig, target_context)
+                cres = load(sig, target_context)
+            if cres is None:  # a miss: numba compiles next, with its extensions
+                entrypoints.init_all()
+            return cres
 
         cache.load_overload = load_overload
+        kernel._compilation_chain_init_hook = _no_extensions_yet
+
+
+def _no_extensions_yet() -> None:
+    """A kernel's first call: extensions wait for a cache miss (_load_cached_without_refresh)."""
 
 
 _load_cached_without_refresh((ct.walk_pcap, ct.walk_pcapng, process, note_skip, headroom_units,
@@ -142,7 +156,9 @@ class Decoder:
         self.rows = np.zeros((nrow + HR_ROWS, RF), np.int64)
         self.pend = np.zeros((npend + HR_MSGS, PF), np.int64)
         self.jt = np.zeros((1 << 16, 2), np.int64)
-        self.fh = np.zeros(HR_FH * 2, np.uint8)
+        # the frame kernel wants room for at least two headroom units beyond the handles
+        # stored: at 2 units the pool would grow (and load a kernel for it) at the first one
+        self.fh = np.zeros(HR_FH * 4, np.uint8)
         self.ctr = np.zeros(NCTR, np.int64)
         # the first frames skipped for each reason (frame numbers, -1 unused): the report's
         # examples, as nfsdump's show the first lines skipped
@@ -496,11 +512,13 @@ class Decoder:
         endpoint_dict = pa.array(list(ends), pa.string())
         ops = r[:, R_OP]
         uops, op_idx = np.unique(ops, return_inverse=True)
+        # (string lists typed: inferring their type imports dateutil, 3 ms of a start-up)
         op_arr = pa.DictionaryArray.from_arrays(
-            pa.array(op_idx.astype(np.int32)), pa.array([op_name(int(o)) for o in uops]))
+            pa.array(op_idx.astype(np.int32)),
+            pa.array([op_name(int(o)) for o in uops], pa.string()))
         proto = r[:, R_PROTO]
         tr = pa.DictionaryArray.from_arrays(pa.array((proto == 6).astype(np.int32)),
-                                            pa.array(["udp", "tcp"]))
+                                            pa.array(["udp", "tcp"], pa.string()))
         has_fh = (mask & M_FH) != 0
         offs = np.empty(k + 1, np.int32)
         data = np.empty(max(int(r[:, R_FHLEN][has_fh].sum()), 1), np.uint8)
