@@ -132,7 +132,8 @@ def test_reproduce_ellard2003_quick(tmp_path):
     res = CliRunner().invoke(cli, ["reproduce", "ellard2003", "--quick", "-o", str(tmp_path / "e"), "--json"])
     assert res.exit_code == 0, res.output
     found = json.loads(res.output)
-    assert {f["where"] for f in found} >= {"§6.1, Figure 6", "§6.3", "§6.3, Figure 7", "§7, Table 1, Figure 8"}
+    assert {f["where"] for f in found} >= {"§6.1, Figure 6", "§6.3", "§6.3, Figure 7",
+                                           "§7, Table 1, Figure 8", "§5.2, Figure 2"}
     assert all(f["verdict"] in ("agrees", "partly", "disagrees") for f in found)
     assert all(f["measured"] for f in found)
     strides = pl.read_parquet(tmp_path / "e" / "strides.parquet")
@@ -143,7 +144,15 @@ def test_reproduce_ellard2003_quick(tmp_path):
             d = sub.filter(pl.col("detector") == "freebsd4")["throughput_mbps"][0]
             c = sub.filter(pl.col("detector") == "cursor:cursors=8")["throughput_mbps"][0]
             assert c > d, (prof, s, c, d)
-    assert (tmp_path / "e" / "index.html").read_text().count("data:image/png") == 6
+    assert (tmp_path / "e" / "index.html").read_text().count("data:image/png") == 7
+    # the tagged queue: one reader has no one to alternate with (the same run either way);
+    # from two readers on, the elevator's batching beats the drive's arrival order
+    queues = pl.read_parquet(tmp_path / "e" / "queues.parquet")
+    e2e = {(r["scheduler"], r["readers"]): r["e2e_throughput_mbps"]
+           for r in queues.iter_rows(named=True)}
+    assert len(e2e) == 2 * 3  # tcq and cscan at 1, 4 and 32 readers (quick)
+    assert e2e[("tcq", 1)] == pytest.approx(e2e[("cscan", 1)], rel=1e-9)
+    assert all(e2e[("cscan", n)] > e2e[("tcq", n)] for n in (4, 32))
     # Table 1 cell by cell: all 12 cells, the paper's figure against both models
     cells = json.loads((tmp_path / "e" / "table1.json").read_text())
     assert len(cells) == 12
