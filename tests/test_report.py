@@ -9,6 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 from click.testing import CliRunner
@@ -133,7 +134,8 @@ def test_reproduce_ellard2003_quick(tmp_path):
     assert res.exit_code == 0, res.output
     found = json.loads(res.output)
     assert {f["where"] for f in found} >= {"§6.1, Figure 6", "§6.3", "§6.3, Figure 7",
-                                           "§7, Table 1, Figure 8", "§5.2, Figure 2"}
+                                           "§7, Table 1, Figure 8", "§5.2, Figure 2",
+                                           "§5.3, Figure 3"}
     assert all(f["verdict"] in ("agrees", "partly", "disagrees") for f in found)
     assert all(f["measured"] for f in found)
     strides = pl.read_parquet(tmp_path / "e" / "strides.parquet")
@@ -144,7 +146,7 @@ def test_reproduce_ellard2003_quick(tmp_path):
             d = sub.filter(pl.col("detector") == "freebsd4")["throughput_mbps"][0]
             c = sub.filter(pl.col("detector") == "cursor:cursors=8")["throughput_mbps"][0]
             assert c > d, (prof, s, c, d)
-    assert (tmp_path / "e" / "index.html").read_text().count("data:image/png") == 7
+    assert (tmp_path / "e" / "index.html").read_text().count("data:image/png") == 8
     # the tagged queue: one reader has no one to alternate with (the same run either way);
     # from two readers on, the elevator's batching beats the drive's arrival order
     queues = pl.read_parquet(tmp_path / "e" / "queues.parquet")
@@ -153,6 +155,14 @@ def test_reproduce_ellard2003_quick(tmp_path):
     assert len(e2e) == 2 * 3  # tcq and cscan at 1, 4 and 32 readers (quick)
     assert e2e[("tcq", 1)] == pytest.approx(e2e[("cscan", 1)], rel=1e-9)
     assert all(e2e[("cscan", n)] > e2e[("tcq", n)] for n in (4, 32))
+    # Figure 3: eight processes; with the elevator they finish one after another, with the
+    # drive's arrival order all near the same time
+    finish = pl.read_parquet(tmp_path / "e" / "finish.parquet")
+    assert finish.height == 3 * 8
+    for (prof, sched), g in finish.group_by(["profile", "scheduler"]):
+        t = g.sort("rank")["done_s"].to_numpy()
+        assert (np.diff(t) >= 0).all()
+        assert t[-1] > 4 * t[0] if sched == "cscan" else t[-1] < 1.5 * t[0], (prof, sched, t)
     # Table 1 cell by cell: all 12 cells, the paper's figure against both models
     cells = json.loads((tmp_path / "e" / "table1.json").read_text())
     assert len(cells) == 12

@@ -106,6 +106,8 @@ def test_spec_round_trip(data) -> None:
                 lambda x: round(x, 3)))
         else:
             values[o.name] = data.draw(st.integers(1, 1 << 20))
+    if values.get("clients") == "per-file":  # processes issue at once: no think time
+        values.pop("think", None)
     text = "closed-loop" + "".join(f":{k}={O.Option(k, v, 'str').format(v)}"
                                    for k, v in values.items())
     t = parse_timing(text)
@@ -123,6 +125,7 @@ def test_spec_round_trip(data) -> None:
     ("closed-loop:rtt_us=-1", r"rtt_us must be >= 0"),
     ("closed-loop:scheduler=sstf", r"expected one of fifo\|cscan"),
     ("closed-loop:slots=4:slots=5", r"given twice"),
+    ("closed-loop:clients=per-file:think=trace", r"clients=per-file .* needs think=none"),
     ("disk-only:slots=1", r"unknown option 'slots'; valid: none"),
     ("", r"non-empty"),
 ])
@@ -199,7 +202,8 @@ def test_ideal_client_and_network_is_the_disk_time(s, profile, scheduler) -> Non
                                               "linux-3.12"]),
        spec=st.sampled_from(["closed-loop", "closed-loop:preset=paper-testbed",
                              "closed-loop:preset=lab-loopback:think=trace",
-                             "closed-loop:slots=3:scheduler=cscan:rsize=4096"]),
+                             "closed-loop:slots=3:scheduler=cscan:rsize=4096",
+                             "closed-loop:clients=per-file:slots=2:nfsd=3:scheduler=tcq"]),
        shrink=st.integers(0, 3))
 def test_bytes_are_conserved(s, detector, spec, shrink) -> None:
     """The replies carry the bytes the READs asked for after end-of-file clipping; the disk
@@ -369,6 +373,54 @@ def test_the_short_loop_is_the_exact_loop(s, policy, profile, slots, extra, rtt,
     assert short.disk_busy_s == pytest.approx(full.disk_busy_s, rel=SUMMARY_REL, abs=1e-12)
     assert short.disk_end_s == pytest.approx(full.disk_end_s, rel=SUMMARY_REL, abs=1e-12)
     assert short.disk_requests == full.disk_requests
+
+
+# --------------------------------------------------------------------------------------------
+# clients: one issuing in trace order, or a process per file
+
+
+@settings(max_examples=30, deadline=None)
+@given(s=streams(max_n=80, max_files=1), slots=st.integers(1, 6), nfsd=st.integers(1, 8),
+       scheduler=st.sampled_from(["fifo", "cscan", "tcq:tcq_depth=2"]),
+       merge=st.sampled_from(["off", "plug"]), throttle=st.sampled_from([0, 0.5]))
+def test_one_file_read_by_its_own_process_is_the_trace_order_client(s, slots, nfsd, scheduler,
+                                                                     merge, throttle) -> None:
+    """A trace of one file: its process issues the READs in trace order with ``slots``
+    outstanding, as the one client does: the same run, to the last bit."""
+    from seqheur.timing import closed_loop as CL
+
+    base = f"closed-loop:slots={slots}:nfsd={nfsd}:scheduler={scheduler}:merge={merge}"
+    profile = throttled("ide-7200", throttle)
+    inputs, one = _inputs(s, base, "auto", profile)
+    _, per_file = _inputs(s, f"{base}:clients=per-file", "auto", profile)
+    a = CL.run(one, inputs)
+    b = CL.run(per_file, inputs)
+    assert np.array_equal(a.issue_s, b.issue_s) and np.array_equal(a.done_s, b.done_s)
+    assert (a.disk_busy_s, a.disk_end_s, a.disk_requests) == (b.disk_busy_s, b.disk_end_s,
+                                                              b.disk_requests)
+
+
+@settings(max_examples=30, deadline=None)
+@given(s=streams(max_n=80), slots=st.integers(1, 4), nfsd=st.integers(1, 8),
+       scheduler=st.sampled_from(["fifo", "cscan", "tcq"]), rtt=st.sampled_from([0, 100]))
+def test_each_process_issues_its_reads_in_order_with_at_most_slots_outstanding(
+        s, slots, nfsd, scheduler, rtt) -> None:
+    """Per file: READs issued in trace order, none before a reply freed one of the process's
+    ``slots``, every one completed after its issue; the processes start together."""
+    from seqheur.timing import closed_loop as CL
+
+    spec = (f"closed-loop:clients=per-file:slots={slots}:nfsd={nfsd}:scheduler={scheduler}:"
+            f"rtt_us={rtt}")
+    inputs, params = _inputs(s, spec, "auto", "ide-7200")
+    r = CL.run(params, inputs)
+    assert (r.done_s >= r.issue_s).all()
+    for f in np.unique(inputs.file):
+        x = np.flatnonzero(inputs.file == f)  # its READs in trace order
+        issue, done = r.issue_s[x], r.done_s[x]
+        assert (np.diff(issue) >= 0).all() and issue[0] == 0.0
+        for i in range(slots, x.size):
+            # when READ i was issued, at most slots - 1 of the earlier ones were outstanding
+            assert np.sum(done[:i] > issue[i]) <= slots - 1, (f, i)
 
 
 # --------------------------------------------------------------------------------------------

@@ -7,6 +7,9 @@ of them the READ waits for (``sync``; read-ahead is asynchronous). This model ti
 * **client** — at most ``slots`` READs outstanding (nfsiods / RPC slots); READs are issued in
   trace order, each at ``max(free slot, its trace time - the first READ's)`` with
   ``think=trace``, or as soon as a slot is free with ``think=none`` (closed loop, back to back).
+  ``clients=per-file``: each file is read by a process of its own instead, with ``slots``
+  READs outstanding, its READs issued in their trace order and independently of other
+  files' (think time none): one process's READs no longer wait for another's to be issued.
   A READ of more than ``rsize`` bytes is ``ceil(bytes / rsize)`` RPCs for the server's CPU
   (one slot, one round trip: its RPCs are taken as pipelined).
 * **network** — a request reaches the server ``rtt_us / 2`` after its issue; a reply is on the
@@ -97,6 +100,10 @@ class Params:
     think: str = param("none", choices=("none", "trace"),
                        doc="none: issue as soon as a slot is free; trace: not before the "
                        "READ's trace time (offset from the first READ)")
+    clients: str = param("trace", choices=("trace", "per-file"),
+                         doc="trace: one client issues every READ in trace order, slots in "
+                         "all; per-file: each file is read by a process of its own, slots "
+                         "READs each, independently of the others (think none)")
     rsize: int = param(1048576, unit="bytes", doc="transport READ size: a READ of more bytes "
                        "costs ceil(bytes / rsize) RPCs of CPU")
     rtt_us: float = param(0.0, unit="µs", doc="network round trip time")
@@ -134,6 +141,9 @@ class Params:
             raise ValueError(f"max_request must be >= 1 byte, not {self.max_request}")
         if self.tcq_depth < 1:
             raise ValueError(f"tcq_depth must be >= 1, not {self.tcq_depth}")
+        if self.clients == "per-file" and self.think != "none":
+            raise ValueError("clients=per-file issues READs as soon as their process may: "
+                             "it needs think=none")
         for name in ("rtt_us", "link_mbps", "host_mbps", "cpu_us"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")
@@ -303,9 +313,12 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
                         params.max_request,
                         params.tcq_depth if params.scheduler == "tcq" else 0)
 
+    per_file = params.clients == "per-file"
+    cl = per_file_clients(file, op_req, nfiles) if per_file else no_clients()
     ok = False
     d = disk()
-    if params.nfsd >= slots and not exact:  # no READ ever waits for a thread: the short loop
+    if params.nfsd >= slots and not exact and not per_file:
+        # no READ ever waits for a thread: the short loop
         busy, disk_end, ok = simulate(arrive, nbytes, i64(params.rsize), file, offset, op_req,
                                       op_sync, op_off, op_len, slots, half_rtt, rate, cpu_s,
                                       nfiles, cscan, ext, d, issue, done)
@@ -314,9 +327,42 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
         busy, disk_end = simulate_exact(arrive, nbytes, i64(params.rsize), file, offset,
                                         op_req, op_sync, op_off, op_len, slots, half_rtt,
                                         rate, cpu_s, int(params.nfsd), nfiles, cscan, ext,
-                                        d, issue, done)
+                                        d, issue, done, cl)
     return TimingResult(issue, done, float(busy), float(disk_end), int(nbytes.sum()),
                         int(op_len.sum()), int(op_len.size - d.blk[1]))
+
+
+class Clients(NamedTuple):
+    """Per-file processes (``clients=per-file``): the READs of each file in trace order
+    (``reads[start:end]`` of the file, ``next`` its first not yet issued), the files that have
+    READs by their first one (``order``), and where each READ's disk reads start
+    (``op_first[x]:op_first[x + 1]``). Empty arrays: one client, trace order."""
+
+    op_first: np.ndarray  # int64[READs + 1]
+    reads: np.ndarray  # int64[READs]
+    next: np.ndarray  # int64[files]
+    end: np.ndarray  # int64[files]
+    order: np.ndarray  # int64[files with READs]
+
+
+def per_file_clients(file: np.ndarray, op_req: np.ndarray, nfiles: int) -> Clients:
+    """A process per file for the READs of ``file`` and the disk reads of ``op_req``."""
+    i64 = np.int64
+    n = file.size
+    reads = np.argsort(file, kind="stable").astype(i64)
+    counts = np.bincount(file, minlength=nfiles).astype(i64)
+    end = np.cumsum(counts)
+    start = end - counts
+    has = np.flatnonzero(counts)
+    order = has[np.argsort(reads[start[has]], kind="stable")].astype(i64)
+    op_first = np.searchsorted(op_req, np.arange(n + 1, dtype=i64)).astype(i64)
+    return Clients(op_first, reads, start, end, order)
+
+
+def no_clients() -> Clients:
+    """One client issuing in trace order (:class:`Clients` empty)."""
+    z = np.zeros(0, np.int64)
+    return Clients(z, z, z, z, z)
 
 
 def new_disk(inputs: TimingInputs, addr: np.ndarray, op_file: np.ndarray, op_off: np.ndarray,
@@ -456,6 +502,23 @@ def _issued(x, slot, file, op_req, op_file, op_ptr, w):
         op_ptr += 1
     w.op_hi[slot] = op_ptr
     return op_ptr
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _issue_read(x, now, issue, arr_r, arr_seq, arr_slot, issued, seq, free_slot, nfree, file,
+                op_req, op_file, op_lo, w):
+    """:func:`_exact_loop`: the client issues READ x at ``now`` into the next free slot; it
+    joins the READs on their way to the server (the ring ``arr_*``, in issue order, with
+    sequence number ``seq``); its disk reads start at ``op_lo``. Returns the READs issued,
+    the next sequence number, the free slots left and where its disk reads end."""
+    q = issued & (arr_r.size - 1)
+    issue[x] = now
+    arr_r[q] = x
+    arr_seq[q] = seq
+    nfree -= 1
+    arr_slot[q] = free_slot[nfree]
+    op_end = _issued(x, free_slot[nfree], file, op_req, op_file, op_lo, w)
+    return issued + 1, seq + 1, nfree, op_end
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -1050,38 +1113,42 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
 def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len,
                    slots, half_rtt, rate, cpu_s, nfsd, nfiles, cscan, extent_bytes, d, issue,
-                   done):
+                   done, cl):
     """Run every event in (time, sequence) order; fills ``issue`` and ``done`` (client times,
     s) and returns the disk's busy seconds and when it finished its last read. ``arrive``:
-    per READ the earliest issue time (s), or empty (no think time). Allocates the loop's
-    state and runs :func:`_exact_loop`."""
-    ring = _ring_size(slots)  # queues of at most slots events, indexed modulo a power of 2
+    per READ the earliest issue time (s), or empty (no think time); ``cl``: per-file
+    processes of ``slots`` READs each (:class:`Clients`), or empty: one client with
+    ``slots`` in all. Allocates the loop's state and runs :func:`_exact_loop`."""
+    total = slots * cl.order.size if cl.order.size else slots  # READs outstanding at most
+    ring = _ring_size(total)  # queues of at most that many events, indexed modulo a power of 2
     i64 = np.int64
     return _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len,
                        slots, half_rtt, rate, cpu_s, nfsd, cscan, extent_bytes, d, issue, done,
-                       new_waits(op_req, nfiles, slots), np.arange(slots - 1, -1, -1, dtype=i64),
-                       np.empty(slots, i64), np.empty(slots, i64), np.empty(ring, i64),
+                       new_waits(op_req, nfiles, total), np.arange(total - 1, -1, -1, dtype=i64),
+                       np.empty(total, i64), np.empty(total, i64), np.empty(ring, i64),
                        np.empty(ring, i64), np.empty(ring, i64), np.empty(ring, i64),
                        np.empty(ring), np.empty(ring, i64), np.empty(ring, i64),
                        np.empty(ring, i64), np.empty(ring), np.empty(ring, i64),
-                       np.empty(ring, i64), np.empty(ring, i64))
+                       np.empty(ring, i64), np.empty(ring, i64), np.empty(ring, i64), cl)
 
 
 @njit(nogil=True, _nrt=False)  # cached on disk by the replay, keyed by sources
 def _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
                 half_rtt, rate, cpu_s, nfsd, cscan, extent_bytes, d, issue, done, w,
                 free_slot, ready_r, ready_slot, arr_seq, arr_slot, nq, nq_slot, cpu_t,
-                cpu_seq, cpu_r, cpu_slot, rv_t, rv_seq, rv_r, rv_slot):
+                cpu_seq, cpu_r, cpu_slot, rv_t, rv_seq, rv_r, rv_slot, arr_r, cl):
     """:func:`simulate_exact`'s loop over state allocated for it (without reference
-    counting, as :func:`_short_loop`). ``free_slot``: every slot number, top first;
-    ``ready_*``: ``slots`` entries; the others: rings of ``_ring_size(slots)``."""
+    counting, as :func:`_short_loop`). ``free_slot``: every slot number, top first (as many
+    as READs may be outstanding); ``ready_*``: that many entries; the others: rings of
+    ``_ring_size`` of it. ``cl``: per-file processes, or empty (:class:`Clients`)."""
     n = nbytes.size
     think = arrive.size > 0
+    per_file = cl.order.size > 0
     mask = cpu_t.size - 1
     node_free = 0
     op_ptr = 0
     # slot numbers free for the next READs (a stack): a READ's is free once its reply arrives
-    nfree = slots
+    nfree = free_slot.size
     # ready_*: the READs a finished request lets reply, in order (at most one a slot)
     seq = np.int64(0)
     # client: READs [0, nxt) issued; the retry event
@@ -1091,9 +1158,10 @@ def _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
     try_t = 0.0
     try_seq = seq
     seq += 1
-    # network to the server: READs [arr_head, nxt) on their way, sequence numbers by READ
-    # (arr_seq, arr_slot)
+    # network to the server: the READs issued so far, in issue order (ring arr_r, with their
+    # sequence numbers and slots), [arr_head, issued) of them on their way
     arr_head = 0
+    issued = 0
     # server: READs waiting for a thread (FIFO ring nq, nq_slot); CPU events sorted by time
     # (cpu_*)
     nq_head = 0
@@ -1125,8 +1193,8 @@ def _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
             kind = EV_TRY
             now = try_t
             best_seq = try_seq
-        if arr_head < nxt:
-            t = issue[arr_head] + half_rtt
+        if arr_head < issued:
+            t = issue[arr_r[arr_head & mask]] + half_rtt
             s = arr_seq[arr_head & mask]
             if kind == EV_NONE or t < now or (t == now and s < best_seq):
                 kind = EV_ARRIVE
@@ -1155,15 +1223,30 @@ def _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
             break
 
         if kind == EV_TRY or kind == EV_RECV:
+            r = -1
             if kind == EV_TRY:
                 try_pending = False
             else:
-                done[rv_r[rv_head]] = now
+                r = rv_r[rv_head]
+                done[r] = now
                 free_slot[nfree] = rv_slot[rv_head]
                 nfree += 1
                 rv_head = (rv_head + 1) & mask
                 rv_len -= 1
                 free_slots += 1
+            if per_file:
+                # the process whose READ came back issues its next one; at the start every
+                # process issues its first slots READs (processes by their first READ)
+                for k in range(cl.order.size if r < 0 else 1):
+                    f = cl.order[k] if r < 0 else file[r]
+                    for _ in range(slots if r < 0 else 1):
+                        if cl.next[f] < cl.end[f]:
+                            x = cl.reads[cl.next[f]]
+                            cl.next[f] += 1
+                            issued, seq, nfree, _ = _issue_read(
+                                x, now, issue, arr_r, arr_seq, arr_slot, issued, seq,
+                                free_slot, nfree, file, op_req, d.op_file, cl.op_first[x], w)
+                continue
             # issue READs in trace order while a slot is free and their time has come
             while free_slots > 0 and nxt < n:
                 if think and arrive[nxt] > now:
@@ -1173,18 +1256,16 @@ def _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                         try_seq = seq
                         seq += 1
                     break
-                issue[nxt] = now
-                arr_seq[nxt & mask] = seq
-                seq += 1
-                nfree -= 1
-                arr_slot[nxt & mask] = free_slot[nfree]
-                op_ptr = _issued(nxt, free_slot[nfree], file, op_req, d.op_file, op_ptr, w)
+                issued, seq, nfree, op_ptr = _issue_read(nxt, now, issue, arr_r, arr_seq,
+                                                         arr_slot, issued, seq, free_slot,
+                                                         nfree, file, op_req, d.op_file,
+                                                         op_ptr, w)
                 free_slots -= 1
                 nxt += 1
             continue
 
         if kind == EV_ARRIVE:
-            nq[(nq_head + nq_len) & mask] = arr_head
+            nq[(nq_head + nq_len) & mask] = arr_r[arr_head & mask]
             nq_slot[(nq_head + nq_len) & mask] = arr_slot[arr_head & mask]
             nq_len += 1
             arr_head += 1
