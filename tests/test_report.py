@@ -7,7 +7,6 @@ import math
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import polars as pl

@@ -25,8 +25,9 @@ of them the READ waits for (``sync``; read-ahead is asynchronous). This model ti
   address of the file placement, :meth:`seqheur.disk.model.DiskModel.place`), or ``tcq`` (a
   tagged command queue: the drive holds up to ``tcq_depth`` requests and serves them in the
   order they reached it; the host keeps the rest in ``cscan`` order and sends the next one
-  when a request completes), feeding the drive model one read at a time (:func:`seqheur.disk.model.service_read`, its state carried
-  from read to read; the time the drive was idle before a read lets its own read-ahead run).
+  when a request completes), feeding the drive model one read at a time
+  (:func:`seqheur.disk.model.service_read`, its state carried from read to read; the time the
+  drive was idle before a read lets its own read-ahead run).
 * **block layer** (Linux's, read at the source: block/blk-throttle.c, block/blk-merge.c,
   block/blk-mq.c) — the disk profile's host throttle (``DiskProfile.throttle``: a
   blk-throttle read limit) in front of the queue, with the kernel's rules
