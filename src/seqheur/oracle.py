@@ -308,6 +308,7 @@ def limits_of(cache_blocks: int) -> np.ndarray:
 
 
 _MIN, _ADD, _COUNT = 0, 1, 2  # Pending.node's columns
+HORIZON = 16  # READs after a miss with which choose_reads prices a way of reading it
 
 
 def new_pending(future: Future) -> Pending:
@@ -674,6 +675,114 @@ def price(dr, f, off, ln, fresh):
 
 
 @njit(nogil=True, _nrt=False)
+def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
+    """Seconds, on the trial drive after the reads priced on it, of what the next
+    ``HORIZON`` READs after READ ``stamp`` would read: each one's blocks that are neither
+    resident nor among file ``f``'s blocks ``lo..hi`` (a candidate's read-ahead), as one
+    read. An estimate of how a candidate leaves the drive for what follows (the oracle's
+    later reads may read ahead, and a tiny cache may lose a resident block first)."""
+    n = fut.ref0.shape[0]
+    mask = (np.int64(1) << np.int64(C.KEY_SHIFT)) - 1
+    s = 0.0
+    # blocks touched since (an upper bound on the distinct ones): a block resident now is
+    # counted resident only while fewer than the cache's blocks were (it may be the least
+    # recently used one)
+    touched = hi - lo + 1 if hi >= lo else 0
+    for r in range(stamp + 1, min(n, stamp + 1 + HORIZON)):
+        e = fut.ref0[r + 1] if r + 1 < n else fut.ids.shape[0]
+        fr = np.int64(-1)
+        first = np.int64(-1)
+        end = np.int64(-1)
+        for x in range(fut.ref0[r], e):
+            key = fut.keys[fut.ids[x]]
+            fr = key >> np.int64(C.KEY_SHIFT)
+            b = key & mask
+            touched += 1
+            if fr == f and lo <= b and b <= hi:
+                continue
+            if touched <= fut.cache_blocks and C.lookup(c, key) >= 0:
+                continue
+            if first < 0:
+                first = b
+            end = b
+        if first >= 0:
+            s += service_one(dr, dr.trial, fr, first * bsize,
+                             R.op_bytes(first, end - first + 1, bsize, fsize[fr]))
+    return s
+
+
+@njit(nogil=True, _nrt=False)
+def price_reads(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi):
+    """Seconds of reading blocks start..end1 of file ``f`` (then end1 + 1..end2 apart when
+    end2 > end1) from the drive's state, and of the next READs after them
+    (:func:`price_after`, f's blocks lo..hi resident)."""
+    eof = fsize[f]
+    s = price(dr, f, start * bsize, R.op_bytes(start, end1 - start + 1, bsize, eof), True)
+    if end2 > end1:
+        s += price(dr, f, (end1 + 1) * bsize, R.op_bytes(end1 + 1, end2 - end1, bsize, eof),
+                   False)
+    return s + price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi)
+
+
+@njit(nogil=True, _nrt=False)
+def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk):
+    """How to read blocks start..last of file ``f`` (a READ's misses) with the read-ahead
+    last + 1..far: (end1, end2), one read start..end1, then one of end1 + 1..end2 when end2
+    > end1; the read-ahead is dropped when neither reaches ``far``.
+
+    First the read-ahead or not, as one read each: it is dropped when the demand followed
+    at once by the rest costs less than the whole (the best case for stopping), e.g. when
+    the demand is in the drive's cache and the longer read is not. Then that choice is
+    priced with the next READs (:func:`price_reads`) against other ways of reading: the
+    read-ahead in a read of its own (a shorter first read leaves the drive room to read
+    ahead in its segment), and, when the file ends within ``gap_blocks``, reading over to
+    its end, in the same read or apart, after the read-ahead or the demand alone (the
+    drive's read-ahead then runs on into the next file, and a partial last block read
+    alone ends at the next file's start); a cheaper way replaces it (ties keep the first)."""
+    best1 = far
+    eof = fsize[f]
+    if far > last:
+        near_s = price(dr, f, start * bsize, R.op_bytes(start, last - start + 1, bsize, eof),
+                       True)
+        rest_s = price(dr, f, (last + 1) * bsize, R.op_bytes(last + 1, far - last, bsize, eof),
+                       False)
+        far_s = price(dr, f, start * bsize, R.op_bytes(start, far - start + 1, bsize, eof),
+                      True)
+        if far_s > near_s + rest_s:
+            best1 = last
+    best2 = -1
+    best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1)
+    tail = eof_blk - 1 if eof_blk > 0 else -1
+    to_tail = tail > far and tail - far <= fut.gap_blocks
+    for way in range(4):
+        e1 = far
+        e2 = -1
+        if way == 0:  # the read-ahead apart
+            if far == last:
+                continue
+            e1 = last
+            e2 = far
+        elif way == 1 or way == 2:  # over to the file's end, in one read or apart
+            if not to_tail:
+                continue
+            if way == 1:
+                e1 = tail
+            else:
+                e2 = tail
+        else:  # the demand, then the read-ahead and the file's end in a read of their own
+            if far == last or not to_tail:
+                continue
+            e1 = last
+            e2 = tail
+        s = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, e1, e2, last + 1, far)
+        if s < best:
+            best = s
+            best1 = e1
+            best2 = e2
+    return best1, best2
+
+
+@njit(nogil=True, _nrt=False)
 def issue(world, f, start, last, eof, stamp):
     """Read blocks start..last of file f as one disk read (the replay's and the shadow's)."""
     bsize = world.policy.bsize
@@ -793,16 +902,12 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                     far = seen
                     kept = n_adm
                 b += 1
-            if far > last and dr.on != 0:
-                # read ahead unless stopping at the demand, then reading the rest straight
-                # after it (the best case for stopping: no other read in between), costs less
-                near = R.op_bytes(start, last - start + 1, bsize, eof)
-                near_s = price(dr, f, start * bsize, near, True)
-                rest_s = price(dr, f, start * bsize + near,
-                               R.op_bytes(last + 1, far - last, bsize, eof), False)
-                far_s = price(dr, f, start * bsize,
-                              R.op_bytes(start, far - start + 1, bsize, eof), True)
-                if far_s > near_s + rest_s:
+            end1 = far  # the read: blocks start..end1, then end1 + 1..end2 apart (-1: none)
+            end2 = -1
+            if dr.on != 0:
+                end1, end2 = choose_reads(dr, c, fut, world.fsize, bsize, stamp, f, start,
+                                          last, far, eof_blk)
+                if end1 < far and end2 < far:
                     far = last
                     kept = 0
             if deferred:  # the blocks admitted, then not read, never went in
@@ -826,7 +931,9 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                 elif wanted(c, fut, key, j, k)[0] < 0:
                     continue
                 R.insert_block(c, f, b, stamp, d_lo, d_hi, 0, ctr, req)
-            issue(world, f, start, far, eof, stamp)
+            issue(world, f, start, end1, eof, stamp)
+            if end2 > end1:
+                issue(world, f, end1 + 1, end2, eof, stamp)
     R.end_request(f, off, cnt, fs, req)
     return seq
 
