@@ -725,7 +725,7 @@ def price_reads(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi):
 
 
 @njit(nogil=True, _nrt=False)
-def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk):
+def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, latest):
     """How to read blocks start..last of file ``f`` (a READ's misses) with the read-ahead
     last + 1..far: (end1, end2), one read start..end1, then one of end1 + 1..end2 when end2
     > end1; the read-ahead is dropped when neither reaches ``far``.
@@ -754,10 +754,18 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk):
     best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1)
     tail = eof_blk - 1 if eof_blk > 0 else -1
     to_tail = tail > far and tail - far <= fut.gap_blocks
-    for way in range(4):
+    horizon = min(stamp + 1 + HORIZON, fut.ref0.shape[0])
+    within = horizon == fut.ref0.shape[0] or latest < fut.ref0[horizon]
+    for way in range(5):
         e1 = far
         e2 = -1
-        if way == 0:  # the read-ahead apart
+        lo = last + 1
+        if way == 4:  # the demand alone, when the READs priced use all the read-ahead
+            if far == last or best1 == last or not within:
+                continue
+            e1 = last
+            lo = far + 1
+        elif way == 0:  # the read-ahead apart
             if far == last:
                 continue
             e1 = last
@@ -774,7 +782,7 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk):
                 continue
             e1 = last
             e2 = tail
-        s = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, e1, e2, last + 1, far)
+        s = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, e1, e2, lo, far)
         if s < best:
             best = s
             best1 = e1
@@ -905,8 +913,11 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
             end1 = far  # the read: blocks start..end1, then end1 + 1..end2 apart (-1: none)
             end2 = -1
             if dr.on != 0:
+                latest = np.int64(-1)  # the last use of a block read ahead
+                for i in range(kept):
+                    latest = max(latest, pd.undo[i])
                 end1, end2 = choose_reads(dr, c, fut, world.fsize, bsize, stamp, f, start,
-                                          last, far, eof_blk)
+                                          last, far, eof_blk, latest)
                 if end1 < far and end2 < far:
                     far = last
                     kept = 0
