@@ -750,10 +750,12 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
                       True)
         if far_s > near_s + rest_s:
             best1 = last
-    best2 = -1
-    best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1)
     tail = eof_blk - 1 if eof_blk > 0 else -1
     to_tail = tail > far and tail - far <= fut.gap_blocks
+    if far == last and not to_tail:  # one way only
+        return far, -1
+    best2 = -1
+    best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1)
     horizon = min(stamp + 1 + HORIZON, fut.ref0.shape[0])
     within = horizon == fut.ref0.shape[0] or latest < fut.ref0[horizon]
     for way in range(5):
