@@ -59,7 +59,7 @@ from numba import njit
 from . import cache as C
 from . import engine as E
 from . import readahead as R
-from .disk.model import service_kernel
+from .disk.model import I_NSEG, I_SEGBYTES, service_kernel
 from .bound import belady_fetches, demand_refs, heap_down, heap_up, next_uses
 from .replay import Replayer
 from .streams import ReadStream
@@ -725,6 +725,20 @@ def price_reads(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi):
 
 
 @njit(nogil=True, _nrt=False)
+def used_soon(fut, stamp, f, lo, hi):
+    """Whether one of the ``HORIZON`` READs after READ ``stamp`` demands a block of file
+    ``f`` in lo..hi."""
+    n = fut.ref0.shape[0]
+    mask = (np.int64(1) << np.int64(C.KEY_SHIFT)) - 1
+    e = fut.ref0[stamp + 1 + HORIZON] if stamp + 1 + HORIZON < n else fut.ids.shape[0]
+    for x in range(fut.ref0[stamp + 1] if stamp + 1 < n else e, e):
+        key = fut.keys[fut.ids[x]]
+        if key >> np.int64(C.KEY_SHIFT) == f and lo <= (key & mask) <= hi:
+            return True
+    return False
+
+
+@njit(nogil=True, _nrt=False)
 def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, latest):
     """How to read blocks start..last of file ``f`` (a READ's misses) with the read-ahead
     last + 1..far: (end1, end2), one read start..end1, then one of end1 + 1..end2 when end2
@@ -752,17 +766,32 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
             best1 = last
     tail = eof_blk - 1 if eof_blk > 0 else -1
     to_tail = tail > far and tail - far <= fut.gap_blocks
-    if far == last and not to_tail:  # one way only
+    # with a buffer cache no larger than one of the drive's segments, the segment filled
+    # from the READ's start, when a READ priced uses a block of it past the read-ahead
+    # (which the cache could not keep until then)
+    seg = dr.ip[I_SEGBYTES]
+    fill = min(start + seg // bsize - 1, tail) if tail >= 0 else start + seg // bsize - 1
+    to_fill = (dr.ip[I_NSEG] > 0 and fut.cache_blocks * bsize <= seg and fill > far
+               and not (to_tail and fill == tail) and used_soon(fut, stamp, f, far + 1, fill))
+    if far == last and not to_tail and not to_fill:  # one way only
         return far, -1
     best2 = -1
     best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1)
     horizon = min(stamp + 1 + HORIZON, fut.ref0.shape[0])
     within = horizon == fut.ref0.shape[0] or latest < fut.ref0[horizon]
-    for way in range(5):
+    for way in range(7):
         e1 = far
         e2 = -1
         lo = last + 1
-        if way == 4:  # the demand alone, when the READs priced use all the read-ahead
+        if way == 5 or way == 6:  # over to fill the segment, in one read or apart
+            if not to_fill:
+                continue
+            if way == 5:
+                e1 = fill
+            else:
+                e1 = last
+                e2 = fill
+        elif way == 4:  # the demand alone, when the READs priced use all the read-ahead
             if far == last or best1 == last or not within:
                 continue
             e1 = last
