@@ -12,20 +12,28 @@ trace order, it
 1. accounts the demand blocks in order exactly as ``readahead.simple_request`` does (a
    resident block is a hit and an LRU touch, a missing one a miss, inserted), so what it
    reads is what any schedule must have in the cache at that moment;
-2. only when the READ missed, reads ahead in the same disk read: the following blocks of
-   the file that the file's **future demand** uses (known from the whole trace:
-   :class:`Future`) *before the cache would evict it*, skipping blocks already resident and
-   reading **over** a gap (resident blocks, blocks not needed) when the gap is at most
-   ``gap_blocks`` (its media time is below the command overhead plus the shortest
-   positioning a second read would pay), stopping at the first longer gap, at the end of
-   the file, or where a later READ would be served only in part (reading part of a READ
-   saves no disk read); the read ends after the last READ it serves whole. A block read
-   over is not inserted: caching it would only push out blocks that will be used;
-3. prices the read with and without the read-ahead on a **shadow of the drive** (the same
-   ``disk.model`` kernel and state, fed the same reads in the same order, so it is the
-   drive's state at this moment): it keeps the read-ahead unless the READ's own blocks
-   followed at once by the rest (the best case for stopping) cost less, e.g. when the
-   READ's blocks are in the drive's cache and the longer read is not.
+2. only when the READ missed, reads ahead: the following blocks of the file that the
+   file's **future demand** uses (known from the whole trace: :class:`Future`) *before the
+   cache would evict it*, skipping blocks already resident and reading **over** a gap
+   (resident blocks, blocks not needed) when the gap is at most ``gap_blocks`` (its media
+   time is below the command overhead plus the shortest positioning a second read would
+   pay), stopping at the first longer gap, at the end of the file, or where a later READ
+   would be served only in part (reading part of a READ saves no disk read); the read-ahead
+   ends after the last READ it serves whole. A block read over is not inserted: caching it
+   would only push out blocks that will be used;
+3. chooses how to read the demand and the read-ahead on a **shadow of the drive** (the
+   same ``disk.model`` kernel and state, fed the same reads in the same order, so it is the
+   drive's state at this moment), :func:`choose_reads`: it keeps the read-ahead unless the
+   READ's own blocks followed at once by the rest (the best case for stopping) cost less,
+   e.g. when the READ's blocks are in the drive's cache and the longer read is not; then
+   it prices that choice together with what the next ``HORIZON`` READs would read
+   (:func:`price_after`) against a few other ways: the read-ahead in a read of its own
+   (room for the drive's read-ahead), reading over to a file's end that is near (the
+   drive's read-ahead runs on into the next file; a partial last block read alone ends at
+   the next file's start), the demand alone when the READs priced use all the read-ahead,
+   and, with a buffer cache no larger than a drive segment, filling the segment (the
+   drive's cache keeps what the buffer cache cannot). The cheapest is issued: one disk
+   read, or two back to back.
 
 *Before the cache would evict it*: the cache is an LRU of ``C`` blocks, so a block inserted
 now survives to its use iff fewer than ``C`` other distinct blocks are touched in between.
@@ -44,9 +52,11 @@ decided, :func:`commit`). Every block read ahead is therefore used before the ca
 it. A demand block of another reader may be
 pushed out: the oracle does not protect re-references, which Belady-style eviction would.
 
-It is a constructive schedule, not a proven optimum: docs/bound.md lists where a detector
-still beats it (the drive's segment cache and read-ahead reward some read sizes and orders
-the oracle does not look for).
+It is a constructive schedule, not a proven optimum: the look ahead is a greedy estimate
+(the READs after a choice are priced as reads of their missing blocks, without the oracle's
+own later read-ahead), and docs/bound.md lists where a detector still beats it (the drive's
+segment cache and read-ahead reward some read sizes and orders the oracle does not look
+for).
 """
 
 from __future__ import annotations
@@ -741,18 +751,27 @@ def used_soon(fut, stamp, f, lo, hi):
 @njit(nogil=True, _nrt=False)
 def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, latest):
     """How to read blocks start..last of file ``f`` (a READ's misses) with the read-ahead
-    last + 1..far: (end1, end2), one read start..end1, then one of end1 + 1..end2 when end2
-    > end1; the read-ahead is dropped when neither reaches ``far``.
+    last + 1..far (``latest``: the last use of a block of it): (end1, end2), one read
+    start..end1, then one of end1 + 1..end2 when end2 > end1; the read-ahead is dropped
+    when neither reaches ``far``. Blocks past ``far`` are read over, not cached.
 
     First the read-ahead or not, as one read each: it is dropped when the demand followed
     at once by the rest costs less than the whole (the best case for stopping), e.g. when
     the demand is in the drive's cache and the longer read is not. Then that choice is
-    priced with the next READs (:func:`price_reads`) against other ways of reading: the
-    read-ahead in a read of its own (a shorter first read leaves the drive room to read
-    ahead in its segment), and, when the file ends within ``gap_blocks``, reading over to
-    its end, in the same read or apart, after the read-ahead or the demand alone (the
-    drive's read-ahead then runs on into the next file, and a partial last block read
-    alone ends at the next file's start); a cheaper way replaces it (ties keep the first)."""
+    priced with the next ``HORIZON`` READs (:func:`price_reads`) against the other ways,
+    and a cheaper one replaces it (ties keep the earlier):
+
+    * the read-ahead in a read of its own (a shorter first read leaves the drive room to
+      read ahead in its segment);
+    * when the file ends within ``gap_blocks``: reading over to its end, in the same read,
+      apart, or apart with the read-ahead (the drive's read-ahead then runs on into the
+      next file, and a partial last block read alone ends at the next file's start);
+    * the demand alone, when every block of the read-ahead is used within the READs priced
+      (so what dropping it costs is priced too);
+    * with a buffer cache no larger than one of the drive's segments, when a READ priced
+      uses a block past the read-ahead that the segment would hold: filling the segment
+      from the READ's first block, in one read or the demand then the rest (the drive's
+      cache keeps what the buffer cache cannot)."""
     best1 = far
     eof = fsize[f]
     if far > last:
