@@ -80,6 +80,7 @@ class Future(NamedTuple):
     demanded block, READ by READ in trace order, as :func:`seqheur.bound.demand_refs`)."""
 
     ref0: np.ndarray  # int64[requests]: index of the READ's first demand reference
+    rfile: np.ndarray  # int64[requests]: the READ's file
     keys: np.ndarray  # int64[distinct]: the distinct block keys (cache.make_key), sorted
     ids: np.ndarray  # int64[refs]: index of each reference's key in ``keys``
     occ_first: np.ndarray  # int64[distinct + 1]: key j's references are occ[occ_first[j]:...]
@@ -301,7 +302,8 @@ def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_bloc
     occ_first, occ, occ_end = group_by_key(refs.ids, refs.keys.size, ref_end)
     window = np.zeros((3, limits.size), np.int64)
     window[0] = -1
-    return Future(ref0=ref0, keys=refs.keys, ids=refs.ids, occ_first=occ_first, occ=occ,
+    return Future(ref0=ref0, rfile=np.ascontiguousarray(stream.file, dtype=np.int64),
+                  keys=refs.keys, ids=refs.ids, occ_first=occ_first, occ=occ,
                   occ_end=occ_end, cache_blocks=int(cache_blocks),
                   limits=limits, nxt=refs.nxt, prev=prev_uses(refs.nxt), window=window,
                   reach=np.zeros(limits.size, np.int64),
@@ -740,10 +742,12 @@ def used_soon(fut, stamp, f, lo, hi):
     ``f`` in lo..hi."""
     n = fut.ref0.shape[0]
     mask = (np.int64(1) << np.int64(C.KEY_SHIFT)) - 1
-    e = fut.ref0[stamp + 1 + HORIZON] if stamp + 1 + HORIZON < n else fut.ids.shape[0]
-    for x in range(fut.ref0[stamp + 1] if stamp + 1 < n else e, e):
-        key = fut.keys[fut.ids[x]]
-        if key >> np.int64(C.KEY_SHIFT) == f and lo <= (key & mask) <= hi:
+    for r in range(stamp + 1, min(n, stamp + 1 + HORIZON)):
+        if fut.rfile[r] != f:
+            continue
+        e = fut.ref0[r + 1] if r + 1 < n else fut.ids.shape[0]
+        if e > fut.ref0[r] and (fut.keys[fut.ids[fut.ref0[r]]] & mask) <= hi and \
+                (fut.keys[fut.ids[e - 1]] & mask) >= lo:
             return True
     return False
 
@@ -792,12 +796,16 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     fill = min(start + seg // bsize - 1, tail) if tail >= 0 else start + seg // bsize - 1
     to_fill = (dr.ip[I_NSEG] > 0 and fut.cache_blocks * bsize <= seg and fill > far
                and not (to_tail and fill == tail) and used_soon(fut, stamp, f, far + 1, fill))
-    if far == last and not to_tail and not to_fill:  # one way only
-        return far, -1
-    best2 = -1
-    best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1)
     horizon = min(stamp + 1 + HORIZON, fut.ref0.shape[0])
     within = horizon == fut.ref0.shape[0] or latest < fut.ref0[horizon]
+    # the read-ahead apart gives the drive more room to read ahead: worth pricing when a
+    # READ priced uses a block that read-ahead could reach, or the next file is near
+    to_split = far > last and (to_tail or (dr.ip[I_NSEG] > 0 and used_soon(
+        fut, stamp, f, far + 1, far + seg // bsize)))
+    if not (to_tail or to_fill or to_split or (far > last and best1 == far and within)):
+        return best1, -1  # one way only
+    best2 = -1
+    best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1)
     for way in range(7):
         e1 = far
         e2 = -1
@@ -816,7 +824,7 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
             e1 = last
             lo = far + 1
         elif way == 0:  # the read-ahead apart
-            if far == last:
+            if not to_split:
                 continue
             e1 = last
             e2 = far
