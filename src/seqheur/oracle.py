@@ -788,7 +788,8 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
         if far_s > near_s + rest_s:
             best1 = last
     tail = eof_blk - 1 if eof_blk > 0 else -1
-    to_tail = tail > far and tail - far <= fut.gap_blocks
+    near_end = tail >= far and tail - far <= fut.gap_blocks  # the next file is near
+    to_tail = near_end and tail > far
     # with a buffer cache no larger than one of the drive's segments, the segment filled
     # from the READ's start, when a READ priced uses a block of it past the read-ahead
     # (which the cache could not keep until then)
@@ -800,7 +801,7 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     within = horizon == fut.ref0.shape[0] or latest < fut.ref0[horizon]
     # the read-ahead apart gives the drive more room to read ahead: worth pricing when a
     # READ priced uses a block that read-ahead could reach, or the next file is near
-    to_split = far > last and (to_tail or (dr.ip[I_NSEG] > 0 and used_soon(
+    to_split = far > last and (near_end or (dr.ip[I_NSEG] > 0 and used_soon(
         fut, stamp, f, far + 1, far + seg // bsize)))
     if not (to_tail or to_fill or to_split or (far > last and best1 == far and within)):
         return best1, -1  # one way only
