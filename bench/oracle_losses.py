@@ -8,12 +8,13 @@ Each trace is checked as the suite's law checks it (``check_bound_and_oracle``):
 registered detector (policy auto) and every registered policy, at its own block size, against
 ``seqheur.bound`` at that block size; ``lower_bound <= oracle`` and every lower-bound law is
 asserted on the way (``check_bound_and_oracle(..., oracle_below_all=False)``). The detectors'
-replays do not depend on the oracle, so they are kept in ``--store`` (a pickle keyed by seed,
-N and caches) and a second run re-prices only the oracle: ``--oracle-only`` skips the laws
-and reuses the stored replays (the quick loop while changing the oracle).
+replays do not depend on the oracle, so they are kept in ``--store`` (default
+bench/work/oracle_losses, a pickle keyed by seed, N and caches) and a second run re-prices
+only the oracle: ``--oracle-only`` skips the laws and reuses the stored replays (the quick
+loop while changing the oracle; without stored replays it makes them first).
 
-Prints the traces with a loss, the losing (trace, configuration) pairs, the worst loss, and
-the pairs by cache size and profile.
+Prints how many traces lose, the losing (trace, configuration) pairs, the worst loss, the
+pairs by cache size and profile, and the worst pair of each losing trace.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import seqheur  # noqa: E402
+from _common import WORK  # noqa: E402
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from seqheur.bound import bound  # noqa: E402
@@ -112,7 +114,7 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("-n", type=int, default=300)
     p.add_argument("--caches", default="2,3,4,8,16,64,1024")
-    p.add_argument("--store", type=Path, default=Path("/tmp/oracle_losses"))
+    p.add_argument("--store", type=Path, default=WORK / "oracle_losses")
     p.add_argument("--oracle-only", action="store_true",
                    help="reuse the stored replays, skip the lower-bound laws")
     p.add_argument("--show", type=int, default=10, help="print the N worst losing traces")
