@@ -12,20 +12,28 @@ trace order, it
 1. accounts the demand blocks in order exactly as ``readahead.simple_request`` does (a
    resident block is a hit and an LRU touch, a missing one a miss, inserted), so what it
    reads is what any schedule must have in the cache at that moment;
-2. only when the READ missed, reads ahead in the same disk read: the following blocks of
-   the file that the file's **future demand** uses (known from the whole trace:
-   :class:`Future`) *before the cache would evict it*, skipping blocks already resident and
-   reading **over** a gap (resident blocks, blocks not needed) when the gap is at most
-   ``gap_blocks`` (its media time is below the command overhead plus the shortest
-   positioning a second read would pay), stopping at the first longer gap, at the end of
-   the file, or where a later READ would be served only in part (reading part of a READ
-   saves no disk read); the read ends after the last READ it serves whole. A block read
-   over is not inserted: caching it would only push out blocks that will be used;
-3. prices the read with and without the read-ahead on a **shadow of the drive** (the same
-   ``disk.model`` kernel and state, fed the same reads in the same order, so it is the
-   drive's state at this moment): it keeps the read-ahead unless the READ's own blocks
-   followed at once by the rest (the best case for stopping) cost less, e.g. when the
-   READ's blocks are in the drive's cache and the longer read is not.
+2. only when the READ missed, reads ahead: the following blocks of the file that the
+   file's **future demand** uses (known from the whole trace: :class:`Future`) *before the
+   cache would evict it*, skipping blocks already resident and reading **over** a gap
+   (resident blocks, blocks not needed) when the gap is at most ``gap_blocks`` (its media
+   time is below the command overhead plus the shortest positioning a second read would
+   pay), stopping at the first longer gap, at the end of the file, or where a later READ
+   would be served only in part (reading part of a READ saves no disk read); the read-ahead
+   ends after the last READ it serves whole. A block read over is not inserted: caching it
+   would only push out blocks that will be used;
+3. chooses how to read the demand and the read-ahead on a **shadow of the drive** (the
+   same ``disk.model`` kernel and state, fed the same reads in the same order, so it is the
+   drive's state at this moment), :func:`choose_reads`: it keeps the read-ahead unless the
+   READ's own blocks followed at once by the rest (the best case for stopping) cost less,
+   e.g. when the READ's blocks are in the drive's cache and the longer read is not; then
+   it prices that choice together with what the next ``HORIZON`` READs would read
+   (:func:`price_after`) against a few other ways: the read-ahead in a read of its own
+   (room for the drive's read-ahead), reading over to a file's end that is near (the
+   drive's read-ahead runs on into the next file; a partial last block read alone ends at
+   the next file's start), the demand alone when the READs priced use all the read-ahead,
+   and, with a buffer cache no larger than a drive segment, filling the segment (the
+   drive's cache keeps what the buffer cache cannot). The cheapest is issued: one disk
+   read, or two back to back.
 
 *Before the cache would evict it*: the cache is an LRU of ``C`` blocks, so a block inserted
 now survives to its use iff fewer than ``C`` other distinct blocks are touched in between.
@@ -44,9 +52,11 @@ decided, :func:`commit`). Every block read ahead is therefore used before the ca
 it. A demand block of another reader may be
 pushed out: the oracle does not protect re-references, which Belady-style eviction would.
 
-It is a constructive schedule, not a proven optimum: docs/bound.md lists where a detector
-still beats it (the drive's segment cache and read-ahead reward some read sizes and orders
-the oracle does not look for).
+It is a constructive schedule, not a proven optimum: the look ahead is a greedy estimate
+(the READs after a choice are priced as reads of their missing blocks, without the oracle's
+own later read-ahead), and docs/bound.md lists where a detector still beats it (the drive's
+segment cache and read-ahead reward some read sizes and orders the oracle does not look
+for).
 """
 
 from __future__ import annotations
@@ -59,7 +69,7 @@ from numba import njit
 from . import cache as C
 from . import engine as E
 from . import readahead as R
-from .disk.model import service_kernel
+from .disk.model import I_NSEG, I_SEGBYTES, service_kernel
 from .bound import belady_fetches, demand_refs, heap_down, heap_up, next_uses
 from .replay import Replayer
 from .streams import ReadStream
@@ -70,6 +80,7 @@ class Future(NamedTuple):
     demanded block, READ by READ in trace order, as :func:`seqheur.bound.demand_refs`)."""
 
     ref0: np.ndarray  # int64[requests]: index of the READ's first demand reference
+    rfile: np.ndarray  # int64[requests]: the READ's file
     keys: np.ndarray  # int64[distinct]: the distinct block keys (cache.make_key), sorted
     ids: np.ndarray  # int64[refs]: index of each reference's key in ``keys``
     occ_first: np.ndarray  # int64[distinct + 1]: key j's references are occ[occ_first[j]:...]
@@ -291,7 +302,8 @@ def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_bloc
     occ_first, occ, occ_end = group_by_key(refs.ids, refs.keys.size, ref_end)
     window = np.zeros((3, limits.size), np.int64)
     window[0] = -1
-    return Future(ref0=ref0, keys=refs.keys, ids=refs.ids, occ_first=occ_first, occ=occ,
+    return Future(ref0=ref0, rfile=np.ascontiguousarray(stream.file, dtype=np.int64),
+                  keys=refs.keys, ids=refs.ids, occ_first=occ_first, occ=occ,
                   occ_end=occ_end, cache_blocks=int(cache_blocks),
                   limits=limits, nxt=refs.nxt, prev=prev_uses(refs.nxt), window=window,
                   reach=np.zeros(limits.size, np.int64),
@@ -308,6 +320,7 @@ def limits_of(cache_blocks: int) -> np.ndarray:
 
 
 _MIN, _ADD, _COUNT = 0, 1, 2  # Pending.node's columns
+HORIZON = 16  # READs after a miss with which choose_reads prices a way of reading it
 
 
 def new_pending(future: Future) -> Pending:
@@ -674,6 +687,169 @@ def price(dr, f, off, ln, fresh):
 
 
 @njit(nogil=True, _nrt=False)
+def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
+    """Seconds, on the trial drive after the reads priced on it, of what the next
+    ``HORIZON`` READs after READ ``stamp`` would read: each one's blocks that are neither
+    resident nor among file ``f``'s blocks ``lo..hi`` (a candidate's read-ahead), as one
+    read. An estimate of how a candidate leaves the drive for what follows (the oracle's
+    later reads may read ahead, and a tiny cache may lose a resident block first)."""
+    n = fut.ref0.shape[0]
+    mask = (np.int64(1) << np.int64(C.KEY_SHIFT)) - 1
+    s = 0.0
+    # blocks touched since (an upper bound on the distinct ones): a block resident now is
+    # counted resident only while fewer than the cache's blocks were (it may be the least
+    # recently used one)
+    touched = hi - lo + 1 if hi >= lo else 0
+    for r in range(stamp + 1, min(n, stamp + 1 + HORIZON)):
+        e = fut.ref0[r + 1] if r + 1 < n else fut.ids.shape[0]
+        fr = np.int64(-1)
+        first = np.int64(-1)
+        end = np.int64(-1)
+        for x in range(fut.ref0[r], e):
+            key = fut.keys[fut.ids[x]]
+            fr = key >> np.int64(C.KEY_SHIFT)
+            b = key & mask
+            touched += 1
+            if fr == f and lo <= b and b <= hi:
+                continue
+            if touched <= fut.cache_blocks and C.lookup(c, key) >= 0:
+                continue
+            if first < 0:
+                first = b
+            end = b
+        if first >= 0:
+            s += service_one(dr, dr.trial, fr, first * bsize,
+                             R.op_bytes(first, end - first + 1, bsize, fsize[fr]))
+    return s
+
+
+@njit(nogil=True, _nrt=False)
+def price_reads(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi):
+    """Seconds of reading blocks start..end1 of file ``f`` (then end1 + 1..end2 apart when
+    end2 > end1) from the drive's state, and of the next READs after them
+    (:func:`price_after`, f's blocks lo..hi resident)."""
+    eof = fsize[f]
+    s = price(dr, f, start * bsize, R.op_bytes(start, end1 - start + 1, bsize, eof), True)
+    if end2 > end1:
+        s += price(dr, f, (end1 + 1) * bsize, R.op_bytes(end1 + 1, end2 - end1, bsize, eof),
+                   False)
+    return s + price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi)
+
+
+@njit(nogil=True, _nrt=False)
+def used_soon(fut, stamp, f, lo, hi):
+    """Whether one of the ``HORIZON`` READs after READ ``stamp`` demands a block of file
+    ``f`` in lo..hi."""
+    n = fut.ref0.shape[0]
+    mask = (np.int64(1) << np.int64(C.KEY_SHIFT)) - 1
+    for r in range(stamp + 1, min(n, stamp + 1 + HORIZON)):
+        if fut.rfile[r] != f:
+            continue
+        e = fut.ref0[r + 1] if r + 1 < n else fut.ids.shape[0]
+        if e > fut.ref0[r] and (fut.keys[fut.ids[fut.ref0[r]]] & mask) <= hi and \
+                (fut.keys[fut.ids[e - 1]] & mask) >= lo:
+            return True
+    return False
+
+
+@njit(nogil=True, _nrt=False)
+def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, latest):
+    """How to read blocks start..last of file ``f`` (a READ's misses) with the read-ahead
+    last + 1..far (``latest``: the last use of a block of it): (end1, end2), one read
+    start..end1, then one of end1 + 1..end2 when end2 > end1; the read-ahead is dropped
+    when neither reaches ``far``. Blocks past ``far`` are read over, not cached.
+
+    First the read-ahead or not, as one read each: it is dropped when the demand followed
+    at once by the rest costs less than the whole (the best case for stopping), e.g. when
+    the demand is in the drive's cache and the longer read is not. Then that choice is
+    priced with the next ``HORIZON`` READs (:func:`price_reads`) against the other ways,
+    and a cheaper one replaces it (ties keep the earlier):
+
+    * the read-ahead in a read of its own (a shorter first read leaves the drive room to
+      read ahead in its segment);
+    * when the file ends within ``gap_blocks``: reading over to its end, in the same read,
+      apart, or apart with the read-ahead (the drive's read-ahead then runs on into the
+      next file, and a partial last block read alone ends at the next file's start);
+    * the demand alone, when every block of the read-ahead is used within the READs priced
+      (so what dropping it costs is priced too);
+    * with a buffer cache no larger than one of the drive's segments, when a READ priced
+      uses a block past the read-ahead that the segment would hold: filling the segment
+      from the READ's first block, in one read or the demand then the rest (the drive's
+      cache keeps what the buffer cache cannot)."""
+    best1 = far
+    eof = fsize[f]
+    if far > last:
+        near_s = price(dr, f, start * bsize, R.op_bytes(start, last - start + 1, bsize, eof),
+                       True)
+        rest_s = price(dr, f, (last + 1) * bsize, R.op_bytes(last + 1, far - last, bsize, eof),
+                       False)
+        far_s = price(dr, f, start * bsize, R.op_bytes(start, far - start + 1, bsize, eof),
+                      True)
+        if far_s > near_s + rest_s:
+            best1 = last
+    tail = eof_blk - 1 if eof_blk > 0 else -1
+    near_end = tail >= far and tail - far <= fut.gap_blocks  # the next file is near
+    to_tail = near_end and tail > far
+    # with a buffer cache no larger than one of the drive's segments, the segment filled
+    # from the READ's start, when a READ priced uses a block of it past the read-ahead
+    # (which the cache could not keep until then)
+    seg = dr.ip[I_SEGBYTES]
+    fill = min(start + seg // bsize - 1, tail) if tail >= 0 else start + seg // bsize - 1
+    to_fill = (dr.ip[I_NSEG] > 0 and fut.cache_blocks * bsize <= seg and fill > far
+               and not (to_tail and fill == tail) and used_soon(fut, stamp, f, far + 1, fill))
+    horizon = min(stamp + 1 + HORIZON, fut.ref0.shape[0])
+    within = horizon == fut.ref0.shape[0] or latest < fut.ref0[horizon]
+    # the read-ahead apart gives the drive more room to read ahead: worth pricing when a
+    # READ priced uses a block that read-ahead could reach, or the next file is near
+    to_split = far > last and (near_end or (dr.ip[I_NSEG] > 0 and used_soon(
+        fut, stamp, f, far + 1, far + seg // bsize)))
+    if not (to_tail or to_fill or to_split or (far > last and best1 == far and within)):
+        return best1, -1  # one way only
+    best2 = -1
+    best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1)
+    for way in range(7):
+        e1 = far
+        e2 = -1
+        lo = last + 1
+        if way == 5 or way == 6:  # over to fill the segment, in one read or apart
+            if not to_fill:
+                continue
+            if way == 5:
+                e1 = fill
+            else:
+                e1 = last
+                e2 = fill
+        elif way == 4:  # the demand alone, when the READs priced use all the read-ahead
+            if far == last or best1 == last or not within:
+                continue
+            e1 = last
+            lo = far + 1
+        elif way == 0:  # the read-ahead apart
+            if not to_split:
+                continue
+            e1 = last
+            e2 = far
+        elif way == 1 or way == 2:  # over to the file's end, in one read or apart
+            if not to_tail:
+                continue
+            if way == 1:
+                e1 = tail
+            else:
+                e2 = tail
+        else:  # the demand, then the read-ahead and the file's end in a read of their own
+            if far == last or not to_tail:
+                continue
+            e1 = last
+            e2 = tail
+        s = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, e1, e2, lo, far)
+        if s < best:
+            best = s
+            best1 = e1
+            best2 = e2
+    return best1, best2
+
+
+@njit(nogil=True, _nrt=False)
 def issue(world, f, start, last, eof, stamp):
     """Read blocks start..last of file f as one disk read (the replay's and the shadow's)."""
     bsize = world.policy.bsize
@@ -793,16 +969,15 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                     far = seen
                     kept = n_adm
                 b += 1
-            if far > last and dr.on != 0:
-                # read ahead unless stopping at the demand, then reading the rest straight
-                # after it (the best case for stopping: no other read in between), costs less
-                near = R.op_bytes(start, last - start + 1, bsize, eof)
-                near_s = price(dr, f, start * bsize, near, True)
-                rest_s = price(dr, f, start * bsize + near,
-                               R.op_bytes(last + 1, far - last, bsize, eof), False)
-                far_s = price(dr, f, start * bsize,
-                              R.op_bytes(start, far - start + 1, bsize, eof), True)
-                if far_s > near_s + rest_s:
+            end1 = far  # the read: blocks start..end1, then end1 + 1..end2 apart (-1: none)
+            end2 = -1
+            if dr.on != 0:
+                latest = np.int64(-1)  # the last use of a block read ahead
+                for i in range(kept):
+                    latest = max(latest, pd.undo[i])
+                end1, end2 = choose_reads(dr, c, fut, world.fsize, bsize, stamp, f, start,
+                                          last, far, eof_blk, latest)
+                if end1 < far and end2 < far:
                     far = last
                     kept = 0
             if deferred:  # the blocks admitted, then not read, never went in
@@ -826,7 +1001,9 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                 elif wanted(c, fut, key, j, k)[0] < 0:
                     continue
                 R.insert_block(c, f, b, stamp, d_lo, d_hi, 0, ctr, req)
-            issue(world, f, start, far, eof, stamp)
+            issue(world, f, start, end1, eof, stamp)
+            if end2 > end1:
+                issue(world, f, end1 + 1, end2, eof, stamp)
     R.end_request(f, off, cnt, fs, req)
     return seq
 
