@@ -478,7 +478,7 @@ def test_the_host_sends_in_elevator_order_and_the_drive_serves_in_arrival_order(
         j, _, head, tail, end = CL._serve_next(d, head, tail, end, True, ext, 0.01, 0.0)
         served.append(int(j))
     assert served == order
-    assert tail == 0 and d.tq[CL.TQ_COUNT] == 1  # the last one is at the drive, in service
+    assert tail == 0 and d.blk[CL.TQ_COUNT] == 1  # the last one is at the drive, in service
 
 
 # --------------------------------------------------------------------------------------------

@@ -386,9 +386,9 @@ def new_disk(inputs: TimingInputs, addr: np.ndarray, op_file: np.ndarray, op_off
     return Disk(np.empty(m, i64), np.empty(m, i64), addr, op_file, op_off, op_len,
                 place.ext_first, place.ext_base, model.drive_params(), *drive,
                 model.new_state(), np.empty((6, b), i64),
-                np.array([max_request if merge != "off" else 0, 0, merge == "plug", 0, 0], i64),
-                model.iparams, np.array([1.0 if throttled else 0.0, 0.0]),
-                np.zeros(TQ_RING + tcq_depth if tcq_depth > 0 else 0, i64))
+                np.array([max_request if merge != "off" else 0, 0, merge == "plug", 0, 0]
+                         + ([0] * (TQ_RING - 5 + tcq_depth) if tcq_depth > 0 else []), i64),
+                model.iparams, np.array([1.0 if throttled else 0.0, 0.0]))
 
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
@@ -697,7 +697,11 @@ class Disk(NamedTuple):
     rq: np.ndarray
     # int64[5]: the largest request (0: no merging); reads merged so far; 1: plug merging
     # (held reads into the newest held request), 0: elevator (also any queued request);
-    # where the throttle's held requests start and end in rq[5]
+    # where the throttle's held requests start and end in rq[5]. With a tagged queue (the
+    # drive's) it goes on (one array, not two: one field less to pass to every call):
+    # [TQ_COUNT] requests at the drive (the one in service included), [TQ_HEAD] the oldest's
+    # place in the ring, [TQ_SENT] the disk address where the request the host sent last
+    # ends (its elevator's position), then the ring of ``depth`` request heads from [TQ_RING]
     blk: np.ndarray
     # the drive model's parameters with its host throttle (``ip`` has it off: the block
     # layer holds reads itself, :func:`seqheur.disk.model.throttle_step`, its slice kept in
@@ -705,17 +709,13 @@ class Disk(NamedTuple):
     tip: np.ndarray
     # float64[2]: 1.0 when there is a throttle; when it lets its oldest held request go (s)
     gate: np.ndarray
-    # int64: the drive's tagged queue (empty: none): [TQ_COUNT] requests at the drive (the
-    # one in service included), [TQ_HEAD] the oldest's place in the ring, [TQ_SENT] the disk
-    # address where the request the host sent last ends (its elevator's position), then the
-    # ring of ``depth`` request heads from [TQ_RING] on
-    tq: np.ndarray
 
 
-TQ_COUNT = 0
-TQ_HEAD = 1
-TQ_SENT = 2
-TQ_RING = 3
+# the drive's tagged queue in Disk.blk
+TQ_COUNT = 5
+TQ_HEAD = 6
+TQ_SENT = 7
+TQ_RING = 8
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -842,7 +842,7 @@ def _push(d, j, a, tail, cscan):
     d.dq[lo] = j
     d.qaddr[lo] = a
     tail += 1
-    if d.tq.size:
+    if d.blk.size > TQ_RING:
         tail = _tcq_send(d, tail)
     return tail
 
@@ -882,7 +882,7 @@ def _tcq_send(d, tail):
     """The host sends requests of its queue ``dq[:tail]`` to the drive's tagged queue, in
     its elevator's order from the last one it sent, while the drive has room. Returns the
     host queue's new end."""
-    t = d.tq
+    t = d.blk
     depth = t.size - TQ_RING
     while t[TQ_COUNT] < depth and tail > 0:
         j, tail = _cscan_take(d, tail, t[TQ_SENT])
@@ -896,7 +896,7 @@ def _tcq_send(d, tail):
 def _tcq_done(d, tail):
     """The drive has finished its oldest request (the one it was serving): its tag is free,
     and the host sends the next. Returns the host queue's new end."""
-    t = d.tq
+    t = d.blk
     t[TQ_HEAD] = (t[TQ_HEAD] + 1) % (t.size - TQ_RING)
     t[TQ_COUNT] -= 1
     return _tcq_send(d, tail)
@@ -906,7 +906,7 @@ def _tcq_done(d, tail):
 def _disk_has_work(d, head, tail):
     """Whether an idle disk has something to do: queued requests, the drive's tagged queue,
     or requests the throttle holds."""
-    return head != tail or d.gate[0] > 0.0 or (d.tq.size > 0 and d.tq[TQ_COUNT] > 0)
+    return head != tail or d.gate[0] > 0.0 or (d.blk.size > TQ_RING and d.blk[TQ_COUNT] > 0)
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -948,10 +948,10 @@ def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, now, idle_s):
     it), the queue's new head and end, and the disk address where the request ends."""
     if d.gate[0] > 0.0:
         tail = _throttle_release(d, now, tail, cscan)
-    if d.tq.size:
-        if d.tq[TQ_COUNT] == 0:
+    if d.blk.size > TQ_RING:
+        if d.blk[TQ_COUNT] == 0:
             return _idle(d, now, head, tail)
-        j = d.tq[TQ_RING + d.tq[TQ_HEAD]]
+        j = d.blk[TQ_RING + d.blk[TQ_HEAD]]
     elif head == tail:
         return _idle(d, now, head, tail)
     elif cscan:
@@ -1083,7 +1083,7 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
             disk_busy = False
             if disk_op != NO_LINK:  # a read done, not the throttle's hold
                 disk_free_at = now
-                if d.tq.size:
+                if d.blk.size > TQ_RING:
                     dq_tail = _tcq_done(d, dq_tail)
             nready, node_free = _request_done(disk_op, d, w, node_free, ready_r, ready_slot)
             for i in range(nready):  # they reply, in that order
@@ -1292,7 +1292,7 @@ def _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
             disk_busy = False
             if disk_op != NO_LINK:  # a read done, not the throttle's hold
                 disk_free_at = now
-                if d.tq.size:
+                if d.blk.size > TQ_RING:
                     dq_tail = _tcq_done(d, dq_tail)
             nready, node_free = _request_done(disk_op, d, w, node_free, ready_r, ready_slot)
             for i in range(nready):  # they reply, in that order
