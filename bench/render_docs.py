@@ -394,6 +394,10 @@ took 25-27 ms. What is left is the imports (numba, numpy, pyarrow, click: ~0.21 
 dispatchers for the decoder's functions and its loads of the cached kernels (~0.08 s), the
 frame kernel's load the largest (its cache holds the optimised code of everything it calls);
 decoding and writing a few frames once all that is loaded takes ~6 ms.
+`bench/bench_ingest.py` after this pass, on the quiet machine (2026-11-26 19:19 UTC, load
+average 0.9-1.0, 5 interleaved rounds; section *ingest* below): seqheur 0.527 s wall (0.512-0.579)
+against tshark's 10.7 s (10.5-11.3), **20.3x**: the 20x target met, on its edge (the ratio of
+the slowest seqheur round to tshark's median is 18.4x); start-up 0.279 s.
 """
 
 ORDER = ["detect", "replay", "engine_ab", "pcap", "ingest", "nfsdump", "stats", "disk", "sweep", "tune", "bound",
