@@ -68,7 +68,8 @@ STRIDE_TIMING = {"ide-7200": TIMING, "scsi-10k": f"{TIMING}:{TCQ}"}
 # 15 MB/s in the default configuration, but barely dips below 27 MB/s when tagged command
 # queues are disabled".
 QUEUE_PROFILE = "scsi-10k"
-QUEUES = {TCQ: 15.0, "scheduler=cscan": 27.0}  # the paper's level for concurrent readers
+QUEUE_SPECS = {"tcq": TCQ, "cscan": "scheduler=cscan"}  # scheduler -> its timing options
+QUEUES = {"tcq": 15.0, "cscan": 27.0}  # scheduler -> the paper's level for concurrent readers
 # Figure 3: eight processes of 32 MB each start together; the mean time for the k-th to finish
 # (§5.3): ide1 with the elevator "1.04 seconds, ... the second finishes in 1.98 seconds, the
 # third in 2.94, and so on until the last job finishes after an average of 5.97 seconds";
@@ -76,14 +77,15 @@ QUEUES = {TCQ: 15.0, "scheduler=cscan": 27.0}  # the paper's level for concurren
 # drive's order "appears to be fairer ... but even worse in terms of overall throughput".
 FINISH_READERS = 8
 FINISH_MB = 256
-FINISH = {("ide-7200", "scheduler=cscan"): {1: 1.04, 2: 1.98, 3: 2.94, 8: 5.97},
-          ("scsi-10k", "scheduler=cscan"): {1: 1.18, 8: 8.54},
-          ("scsi-10k", TCQ): {}}
+FINISH = {("ide-7200", "cscan"): {1: 1.04, 2: 1.98, 3: 2.94, 8: 5.97},
+          ("scsi-10k", "cscan"): {1: 1.18, 8: 8.54},
+          ("scsi-10k", "tcq"): {}}
 
 
-def queue_timing(readers: int, queue: str) -> str:
-    """The closed-loop spec of ``readers`` processes on the server with disk queue ``queue``."""
-    return f"closed-loop:clients=per-file:slots=1:nfsd={readers}:{queue}"
+def queue_timing(readers: int, scheduler: str) -> str:
+    """The closed-loop spec of ``readers`` processes on the server with disk queue
+    ``scheduler`` (a key of ``QUEUE_SPECS``)."""
+    return f"closed-loop:clients=per-file:slots=1:nfsd={readers}:{QUEUE_SPECS[scheduler]}"
 
 
 # Table 1 (§7): mean MB/s of ten reads of a 256 MB file, UDP.
@@ -260,7 +262,7 @@ def table1_cells(strides) -> list[dict[str, Any]]:
     return cells
 
 
-def _on_the_server(readers: int, total_mb: float, profile: str, queue: str):
+def _on_the_server(readers: int, total_mb: float, profile: str, scheduler: str):
     """The benchmark run on the server: the replay's summary and each process's finishing
     time (s, from the start; ascending), each run on its own (nothing read before it is
     cached)."""
@@ -270,7 +272,7 @@ def _on_the_server(readers: int, total_mb: float, profile: str, queue: str):
 
     stream = reads(workloads.paper(readers, total_mb, REQUEST_KB, 0.0, seed=2003 + readers))
     r = replay(stream, "freebsd4", "ideal", cache=CACHE, profile=profile, per_request=False,
-               timing=queue_timing(readers, queue))
+               timing=queue_timing(readers, scheduler))
     finish = np.full(int(stream.file.max()) + 1, -np.inf)
     np.maximum.at(finish, stream.file, r.timing.done_s)
     return r.summary.to_dicts()[0], np.sort(finish[np.isfinite(finish)])
@@ -285,19 +287,19 @@ def run_queues(setup: Setup, bar=None):
 
     rows = []
     for n in setup.readers:
-        for queue in QUEUES:
-            s, finish = _on_the_server(n, setup.total_mb, QUEUE_PROFILE, queue)
+        for sch in QUEUES:
+            s, finish = _on_the_server(n, setup.total_mb, QUEUE_PROFILE, sch)
             rows.append({"experiment": "queues", "profile": QUEUE_PROFILE, "readers": n,
-                         "scheduler": scheduler_of(queue), "first_done_s": float(finish[0]),
+                         "scheduler": sch, "first_done_s": float(finish[0]),
                          "last_done_s": float(finish[-1]), **_keep(s)})
             if bar is not None:
                 bar.advance()
     ranks = []
-    for (prof, queue), paper in FINISH.items():
-        _, finish = _on_the_server(FINISH_READERS, FINISH_MB, prof, queue)
+    for (prof, sch), paper in FINISH.items():
+        _, finish = _on_the_server(FINISH_READERS, FINISH_MB, prof, sch)
         for k, t in enumerate(finish, 1):
             ranks.append({"experiment": "finish", "profile": prof,
-                          "scheduler": scheduler_of(queue), "rank": k, "done_s": float(t),
+                          "scheduler": sch, "rank": k, "done_s": float(t),
                           "paper_done_s": paper.get(k)})
         if bar is not None:
             bar.advance()
@@ -485,13 +487,6 @@ def findings(readers, strides, setup: Setup) -> list[Finding]:
     return out
 
 
-def scheduler_of(queue: str) -> str:
-    """The closed-loop scheduler a queue spec (``QUEUES``' keys) names."""
-    from ..timing import parse_timing
-
-    return parse_timing(f"closed-loop:{queue}").params.scheduler
-
-
 def queue_finding(queues) -> Finding:
     """§5.2, Figure 2: the tagged queue's spike for one reader, and the levels of concurrent
     readers with it on and off, within ±20 % of the paper's words (at four readers and more);
@@ -500,16 +495,15 @@ def queue_finding(queues) -> Finding:
            for r in queues.iter_rows(named=True)}
     ns = sorted({n for _, n in e2e})
     many = [n for n in ns if n >= 4]
-    level_of = {scheduler_of(q): level for q, level in QUEUES.items()}
     levels = all(abs(e2e[(sch, n)] / level - 1) <= 0.2
-                 for sch, level in level_of.items() for n in many)
+                 for sch, level in QUEUES.items() for n in many)
     spike = 1 in ns and e2e[("tcq", 1)] >= 1.5 * e2e[("tcq", max(ns))]
     direction = all(e2e[("cscan", n)] >= 1.3 * e2e[("tcq", n)] for n in ns if n >= 2)
     measured = "; ".join(
         f"tagged queue {'on' if sch == 'tcq' else 'off'}: "
         + ", ".join(f"n={n}: {e2e[(sch, n)]:.1f}" for n in ns)
         + f" (paper: {'just above' if sch == 'tcq' else 'barely below'} {level:g})"
-        for sch, level in level_of.items())
+        for sch, level in QUEUES.items())
     return Finding(
         "fig2-tagged-queue", "§5.2, Figure 2",
         "On the SCSI disk with tagged queues on (the default), throughput spikes for a single "
@@ -535,9 +529,9 @@ def finish_finding(finish) -> Finding:
         done.setdefault((r["profile"], r["scheduler"]), []).append(float(r["done_s"]))
     stairs = last = fair = True
     parts = []
-    for (prof, queue), paper in FINISH.items():
-        t = done[(prof, scheduler_of(queue))]
-        if scheduler_of(queue) == "tcq":
+    for (prof, sch), paper in FINISH.items():
+        t = done[(prof, sch)]
+        if sch == "tcq":
             elevator = done[(prof, "cscan")]
             fair = fair and t[-1] <= 1.5 * t[0] and t[-1] >= elevator[-1]
             parts.append(f"{prof}, tagged queue: {t[0]:.2f} … {t[-1]:.2f} s")

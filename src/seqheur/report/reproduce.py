@@ -80,8 +80,8 @@ def reproduce_ellard2003(out_dir: str | Path, quick: bool = False) -> ReproduceR
         title=f"Concurrent readers on the server, {E.QUEUE_PROFILE}: tagged queue on (tcq) "
               "and off (cscan) — cf. Figure 2",
         xlabel="concurrent readers", ylabel="MB/s (end to end)", logx=True,
-        reference={f"paper: {E.scheduler_of(q)} level": (ns, [level] * len(ns))
-                   for q, level in E.QUEUES.items()})
+        reference={f"paper: {sch} level": (ns, [level] * len(ns))
+                   for sch, level in E.QUEUES.items()})
     finish_by = finish.with_columns(
         (finish["profile"] + ", " + finish["scheduler"]).alias("disk, queue"))
     figs["finish"] = F.lines_by(
@@ -89,8 +89,8 @@ def reproduce_ellard2003(out_dir: str | Path, quick: bool = False) -> ReproduceR
         title=f"{E.FINISH_READERS} processes of {E.FINISH_MB // E.FINISH_READERS} MB on the "
               "server: when each finishes — cf. Figure 3",
         xlabel="process, in the order they finish", ylabel="finished after (s)",
-        reference={f"paper: {prof}, {E.scheduler_of(q)}": (list(p), list(p.values()))
-                   for (prof, q), p in E.FINISH.items() if p})
+        reference={f"paper: {prof}, {sch}": (list(p), list(p.values()))
+                   for (prof, sch), p in E.FINISH.items() if p})
 
     rep = Report("Reproducing Ellard & Seltzer 2003: NFS Tricks and Benchmarking Traps",
                  f"{'quick' if quick else 'full'} run: {E.n_replays(setup)} replays; cache {E.CACHE}; "
@@ -161,7 +161,7 @@ def reproduce_ellard2003(out_dir: str | Path, quick: bool = False) -> ReproduceR
         f"on (scheduler tcq: "
         "the drive serves what it holds in arrival order) and off (cscan: the kernel's cyclic "
         "elevator), timed end to end by the closed-loop model "
-        f"({E.queue_timing(1, E.TCQ).replace('nfsd=1:', 'nfsd=n:')}). Dashed: "
+        f"({E.queue_timing(1, 'tcq').replace('nfsd=1:', 'nfsd=n:')}). Dashed: "
         "the levels the paper gives in words. queues.parquet has the rows.")
     rep.figure(figs["queues"], f"Tagged queue on and off, {E.QUEUE_PROFILE}")
     rep.paragraph(

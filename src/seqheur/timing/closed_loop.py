@@ -523,6 +523,23 @@ def _issue_read(x, now, issue, arr_r, arr_seq, arr_slot, issued, seq, free_slot,
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _process_issues(f, k, cl, now, issue, arr_r, arr_seq, arr_slot, issued, seq, free_slot,
+                    nfree, file, op_req, op_file, w):
+    """:func:`_exact_loop`, ``clients=per-file``: process f issues its next k READs (fewer
+    at its last) at ``now`` (:func:`_issue_read`). Returns the READs issued, the next
+    sequence number and the free slots left."""
+    for _ in range(k):
+        if cl.next[f] >= cl.end[f]:
+            break
+        x = cl.reads[cl.next[f]]
+        cl.next[f] += 1
+        issued, seq, nfree, _ = _issue_read(x, now, issue, arr_r, arr_seq, arr_slot, issued,
+                                            seq, free_slot, nfree, file, op_req, op_file,
+                                            cl.op_first[x], w)
+    return issued, seq, nfree
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _server_has(x, slot, file, offset, nbytes, op_sync, op_off, op_len, d, dq_head, dq_tail,
                 cscan, now, w, free):
     """READ x's CPU work is done: its disk reads enter the queue (``dq_head:dq_tail``), and
@@ -842,9 +859,15 @@ def _push(d, j, a, tail, cscan):
     d.dq[lo] = j
     d.qaddr[lo] = a
     tail += 1
-    if d.blk.size > TQ_RING:
+    if _tagged(d):
         tail = _tcq_send(d, tail)
     return tail
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _tagged(d):
+    """Whether the drive has a tagged queue (its state after the block layer's in blk)."""
+    return d.blk.size > TQ_RING
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -894,8 +917,10 @@ def _tcq_send(d, tail):
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _tcq_done(d, tail):
-    """The drive has finished its oldest request (the one it was serving): its tag is free,
-    and the host sends the next. Returns the host queue's new end."""
+    """The drive has finished its oldest request (the one it was serving): with a tagged
+    queue its tag is free, and the host sends the next. Returns the host queue's new end."""
+    if not _tagged(d):
+        return tail
     t = d.blk
     t[TQ_HEAD] = (t[TQ_HEAD] + 1) % (t.size - TQ_RING)
     t[TQ_COUNT] -= 1
@@ -906,7 +931,7 @@ def _tcq_done(d, tail):
 def _disk_has_work(d, head, tail):
     """Whether an idle disk has something to do: queued requests, the drive's tagged queue,
     or requests the throttle holds."""
-    return head != tail or d.gate[0] > 0.0 or (d.blk.size > TQ_RING and d.blk[TQ_COUNT] > 0)
+    return head != tail or d.gate[0] > 0.0 or (_tagged(d) and d.blk[TQ_COUNT] > 0)
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -948,7 +973,7 @@ def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, now, idle_s):
     it), the queue's new head and end, and the disk address where the request ends."""
     if d.gate[0] > 0.0:
         tail = _throttle_release(d, now, tail, cscan)
-    if d.blk.size > TQ_RING:
+    if _tagged(d):
         if d.blk[TQ_COUNT] == 0:
             return _idle(d, now, head, tail)
         j = d.blk[TQ_RING + d.blk[TQ_HEAD]]
@@ -1083,8 +1108,7 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
             disk_busy = False
             if disk_op != NO_LINK:  # a read done, not the throttle's hold
                 disk_free_at = now
-                if d.blk.size > TQ_RING:
-                    dq_tail = _tcq_done(d, dq_tail)
+                dq_tail = _tcq_done(d, dq_tail)
             nready, node_free = _request_done(disk_op, d, w, node_free, ready_r, ready_slot)
             for i in range(nready):  # they reply, in that order
                 r = ready_r[i]
@@ -1236,17 +1260,15 @@ def _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 rv_len -= 1
                 free_slots += 1
             if per_file:
-                # the process whose READ came back issues its next one; at the start every
-                # process issues its first slots READs (processes by their first READ)
-                for k in range(cl.order.size if r < 0 else 1):
-                    f = cl.order[k] if r < 0 else file[r]
-                    for _ in range(slots if r < 0 else 1):
-                        if cl.next[f] < cl.end[f]:
-                            x = cl.reads[cl.next[f]]
-                            cl.next[f] += 1
-                            issued, seq, nfree, _ = _issue_read(
-                                x, now, issue, arr_r, arr_seq, arr_slot, issued, seq,
-                                free_slot, nfree, file, op_req, d.op_file, cl.op_first[x], w)
+                if r < 0:  # the start: every process its first slots READs, by first READ
+                    for f in cl.order:
+                        issued, seq, nfree = _process_issues(
+                            f, slots, cl, now, issue, arr_r, arr_seq, arr_slot, issued, seq,
+                            free_slot, nfree, file, op_req, d.op_file, w)
+                else:  # the process whose READ came back issues its next one
+                    issued, seq, nfree = _process_issues(
+                        file[r], 1, cl, now, issue, arr_r, arr_seq, arr_slot, issued, seq,
+                        free_slot, nfree, file, op_req, d.op_file, w)
                 continue
             # issue READs in trace order while a slot is free and their time has come
             while free_slots > 0 and nxt < n:
@@ -1292,8 +1314,7 @@ def _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
             disk_busy = False
             if disk_op != NO_LINK:  # a read done, not the throttle's hold
                 disk_free_at = now
-                if d.blk.size > TQ_RING:
-                    dq_tail = _tcq_done(d, dq_tail)
+                dq_tail = _tcq_done(d, dq_tail)
             nready, node_free = _request_done(disk_op, d, w, node_free, ready_r, ready_slot)
             for i in range(nready):  # they reply, in that order
                 r = ready_r[i]
