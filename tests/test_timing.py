@@ -375,6 +375,62 @@ def test_the_short_loop_is_the_exact_loop(s, policy, profile, slots, extra, rtt,
     assert short.disk_requests == full.disk_requests
 
 
+@settings(max_examples=30, deadline=None)
+@given(s=streams(max_n=80), ring=st.sampled_from([1, 2, 4, 16]), slots=st.integers(1, 6),
+       nfsd=st.integers(1, 8), clients=st.sampled_from(["trace", "per-file"]),
+       scheduler=st.sampled_from(["fifo", "cscan", "tcq:tcq_depth=2"]),
+       merge=st.sampled_from(["off", "elevator"]), throttle=st.sampled_from([0, 0.5]))
+def test_a_small_ring_of_reads_in_flight_changes_nothing(s, ring, slots, nfsd, clients,
+                                                         scheduler, merge, throttle) -> None:
+    """The state of the disk reads in flight lives in a ring; a run that finds it full starts
+    again with a place for every read. Any ring gives the run of a place for every read, to
+    the last bit."""
+    from seqheur.timing import closed_loop as CL
+
+    spec = (f"closed-loop:slots={slots}:nfsd={nfsd}:clients={clients}:scheduler={scheduler}:"
+            f"merge={merge}:rtt_us=100:cpu_us=50")
+    inputs, params = _inputs(s, spec, "fixed:4", throttled("ide-7200", throttle))
+    wide = CL.run(params, inputs)
+    kept = CL.OP_RING
+    try:
+        CL.OP_RING = ring
+        a = CL.run(params, inputs)
+    finally:
+        CL.OP_RING = kept
+    assert np.array_equal(a.issue_s, wide.issue_s) and np.array_equal(a.done_s, wide.done_s)
+    assert (a.disk_busy_s, a.disk_end_s, a.disk_requests) == (
+        wide.disk_busy_s, wide.disk_end_s, wide.disk_requests)
+
+
+@pytest.mark.parametrize("ring, statuses", [(64, ["DONE"]), (1, ["RING_FULL", "DONE"])])
+def test_the_ring_of_reads_in_flight_wraps_or_starts_again(ring, statuses,
+                                                            monkeypatch) -> None:
+    """Thousands of disk reads, a few dozen in flight at once: a ring of 64 places wraps
+    many times and the run ends at once; a ring of one is full at the first overlap and
+    the run starts again."""
+    from seqheur import workloads as W
+    from seqheur.streams import reads
+    from seqheur.timing import closed_loop as CL
+
+    s = reads(W.paper(readers=4, total_mb=16, reorder=0.06, seed=3))
+    inputs, params = _inputs(s, "closed-loop:preset=paper-testbed", "fixed:4", "ide-7200")
+    assert inputs.op_request.size > 20 * ring
+    wide = CL.run(params, inputs)
+    seen = []
+    real = CL.simulate
+
+    def spy(*args):
+        out = real(*args)
+        seen.append(int(out[2]))
+        return out
+
+    monkeypatch.setattr(CL, "simulate", spy)
+    monkeypatch.setattr(CL, "OP_RING", ring)
+    a = CL.run(params, inputs)
+    assert seen == [getattr(CL, k) for k in statuses]
+    assert np.array_equal(a.issue_s, wide.issue_s) and np.array_equal(a.done_s, wide.done_s)
+
+
 # --------------------------------------------------------------------------------------------
 # clients: one issuing in trace order, or a process per file
 
@@ -608,15 +664,28 @@ def test_the_short_loop_runs_on_the_demo_trace(spec, monkeypatch) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(0, 400), seed=st.integers(0, 2 ** 16),
-       kind=st.sampled_from(["spread", "equal", "few", "wide", "zeros"]))
-def test_latency_percentiles_are_numpys(n, seed, kind) -> None:
-    from seqheur.timing.closed_loop import latency_percentiles
+       kind=st.sampled_from(["spread", "equal", "few", "wide", "zeros", "close", "signed"]),
+       pool=st.sampled_from([0, 16, None]))
+def test_latency_percentiles_are_numpys(n, seed, kind, pool) -> None:
+    """Any number of latencies collected at most (0: ranges are split down to one value
+    each, the pool holds only latencies that splitting cannot part)."""
+    from seqheur.timing import closed_loop as CL
+
+    def latency_percentiles(*args):
+        kept = CL._POOL_MAX
+        try:
+            CL._POOL_MAX = kept if pool is None else pool
+            return CL.latency_percentiles(*args)
+        finally:
+            CL._POOL_MAX = kept
 
     rng = np.random.default_rng(seed)
     issue = np.cumsum(rng.random(n))
     lat = {"spread": rng.exponential(0.01, n), "equal": np.full(n, 0.004),
            "few": rng.integers(0, 3, n) * 1e-3, "wide": rng.lognormal(-6, 4, n),
-           "zeros": np.zeros(n)}[kind]
+           "zeros": np.zeros(n),
+           "close": 0.3 + rng.integers(0, 5, n) * 1e-12 + rng.random(n) * 1e-15,
+           "signed": rng.normal(0, 0.01, n) * rng.integers(0, 2, n)}[kind]
     done = issue + lat
     q = (50, 95, 99, 0, 100, 33.3)
     ours = latency_percentiles(issue, done, q)

@@ -202,10 +202,15 @@ class TimingResult:
 
 def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...]) -> list[float]:
     """``np.percentile((done - issue) * 1e3, q)`` (linear interpolation) without sorting or
-    partitioning every latency: one pass counts them in buckets that keep their order (16 per
-    power of two) with each bucket's least and greatest; a rank in a bucket of one value is
-    that value, and only the other buckets holding a wanted rank are collected (a second
-    pass) and partitioned. Exact: the same order statistics, interpolated as numpy does."""
+    partitioning every latency. A latency's key is the bits of the float (non-negative
+    floats keep their order as integers); one pass counts the latencies in ranges of keys
+    (the top 16 bits: 16 per power of two) with each range's least and greatest. A rank in
+    a range of one value is that value. While the ranges holding the other wanted ranks
+    hold more than :data:`_POOL_MAX` latencies, a pass splits each into up to 2**16 ranges
+    between its least and greatest key (most latencies of a replay fall within a few % of
+    one value: collecting them would copy most of the latencies); then a last pass collects
+    what is left and partitions it. Exact: the same order statistics, interpolated as numpy
+    does."""
     n = int(done.size)
     if n == 0:
         return [float("nan")] * len(q)
@@ -216,25 +221,40 @@ def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...
     most = np.full(_LAT_BUCKETS, -np.inf)
     if not _latency_buckets(issue, done, hist, least, most):  # infinite or NaN: numpy's way
         return [float(x) for x in np.percentile((done - issue) * 1e3, q)]
-    below = np.cumsum(hist) - hist  # latencies in lower buckets
     qs = np.true_divide(np.asarray(q, np.float64), 100)
     v = (n - 1) * qs  # numpy's "linear" virtual index
     lo = np.floor(v).astype(np.int64)
     hi = np.minimum(lo + 1, n - 1)
-    ranks = np.unique(np.concatenate([lo, hi]))
-    buckets = np.searchsorted(below + hist, ranks, side="right")  # the bucket of each rank
-    value = {int(k): float(least[b]) for k, b in zip(ranks, buckets) if least[b] == most[b]}
-    wanted = np.zeros(_LAT_BUCKETS, np.bool_)
-    wanted[[b for k, b in zip(ranks, buckets) if int(k) not in value]] = True
-    if wanted.any():
-        # a rank's place among the collected latencies: minus those in buckets not taken
-        skipped = np.cumsum(np.where(wanted, 0, hist)) - np.where(wanted, 0, hist)
-        pool = np.empty(int(hist[wanted].sum()), np.float64)
-        _collect_latencies(issue, done, wanted, pool)
-        todo = [(int(k), b) for k, b in zip(ranks, buckets) if int(k) not in value]
-        local = np.array([k - skipped[b] for k, b in todo], np.int64)
-        pool.partition(local)  # in place: np.partition would copy the pool first
-        value.update({k: float(x) for (k, _), x in zip(todo, pool[local])})
+    ranks = [int(k) for k in np.unique(np.concatenate([lo, hi]))]
+    # each rank's range of keys: (first key, last key, latencies in it, least, greatest),
+    # and the rank's place among the range's latencies
+    below = np.cumsum(hist) - hist
+    buckets = np.searchsorted(below + hist, ranks, side="right")
+    where = {k: ((int(b) << 48, ((int(b) + 1) << 48) - 1, int(hist[b]), float(least[b]),
+                  float(most[b])), k - int(below[b])) for k, b in zip(ranks, buckets)}
+    value: dict[int, float] = {}
+    while True:
+        for k, (rng, _) in list(where.items()):
+            if rng[3] == rng[4]:  # one value
+                value[k] = rng[3]
+                del where[k]
+        open_ = sorted({rng for rng, _ in where.values()})
+        if not open_:
+            break
+        split = [rng for rng in open_ if _key(rng[3]) < _key(rng[4])]
+        if split and sum(rng[2] for rng in open_) > _POOL_MAX:
+            where = _split_ranges(issue, done, split, where)
+            continue
+        # what is left: collected and partitioned in place (np.partition would copy the
+        # pool first); a rank's place among them: after the lower ranges' latencies
+        start = np.cumsum([0] + [rng[2] for rng in open_])
+        pool = np.empty(int(start[-1]), np.float64)
+        _collect_latencies(issue, done, np.array([r[0] for r in open_], np.uint64),
+                           np.array([r[1] for r in open_], np.uint64), pool)
+        todo = [(k, int(start[open_.index(rng)]) + local) for k, (rng, local) in where.items()]
+        pool.partition([at for _, at in todo])
+        value.update({k: float(pool[at]) for k, at in todo})
+        break
     a = np.array([value[k] for k in lo.tolist()])
     b = np.array([value[k] for k in hi.tolist()])
     gamma = v - lo
@@ -244,6 +264,40 @@ def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...
 
 
 _LAT_BUCKETS = 1 << 16
+#: Latencies :func:`latency_percentiles` collects and partitions at most while it can still
+#: split their ranges (a pass over the latencies either way; collecting more costs memory)
+_POOL_MAX = 1 << 20
+
+
+def _key(lat: float) -> int:
+    """A latency's key: the bits of the float (0.0 for one not above 0)."""
+    return int(np.float64(lat if lat > 0.0 else 0.0).view(np.uint64))
+
+
+def _split_ranges(issue, done, split, where):
+    """One pass: the ranges of keys ``split`` (disjoint; first key, last key, count, least,
+    greatest) cut into up to 2**16 ranges each, between their least and greatest key; the
+    ranks of ``where`` in them moved to the range holding them."""
+    first = np.array([_key(r[3]) for r in split], np.uint64)
+    last = np.array([_key(r[4]) for r in split], np.uint64)
+    shift = np.array([max(0, int(b - a).bit_length() - 16) for a, b in zip(first, last)],
+                     np.uint64)
+    hist = np.zeros((len(split), _LAT_BUCKETS), np.int64)
+    least = np.full(hist.shape, np.inf)
+    most = np.full(hist.shape, -np.inf)
+    _split_latencies(issue, done, first, last, shift, hist, least, most)
+    out = {}
+    for k, (rng, local) in where.items():
+        if rng not in split:
+            out[k] = (rng, local)
+            continue
+        i = split.index(rng)
+        upto = np.cumsum(hist[i])
+        s = int(np.searchsorted(upto, local, side="right"))
+        a = int(first[i]) + (s << int(shift[i]))
+        out[k] = ((a, min(int(last[i]), a + (1 << int(shift[i])) - 1), int(hist[i, s]),
+                   float(least[i, s]), float(most[i, s])), local - int(upto[s] - hist[i, s]))
+    return out
 
 
 @njit(cache=True, nogil=True)
@@ -269,17 +323,43 @@ def _latency_buckets(issue, done, hist, least, most):
 
 
 @njit(cache=True, nogil=True)
-def _collect_latencies(issue, done, wanted, pool):
-    """The latencies (ms) of the wanted buckets, in READ order."""
+def _split_latencies(issue, done, first, last, shift, hist, least, most):
+    """Count the latencies (ms) whose keys fall in the ranges ``first[r]..last[r]``
+    (disjoint), in buckets of ``2**shift[r]`` keys from ``first[r]`` (``hist[r]``), with
+    each bucket's least and greatest."""
+    word = np.zeros(1)
+    bits = word.view(np.uint64)
+    for i in range(done.size):
+        lat = (done[i] - issue[i]) * 1e3
+        word[0] = lat if lat > 0.0 else 0.0
+        key = bits[0]
+        for r in range(first.size):
+            if first[r] <= key and key <= last[r]:
+                b = (key - first[r]) >> shift[r]
+                hist[r, b] += 1
+                if lat < least[r, b]:
+                    least[r, b] = lat
+                if lat > most[r, b]:
+                    most[r, b] = lat
+                break
+
+
+@njit(cache=True, nogil=True)
+def _collect_latencies(issue, done, first, last, pool):
+    """The latencies (ms) whose keys fall in the ranges ``first[r]..last[r]``, in READ
+    order."""
     word = np.zeros(1)
     bits = word.view(np.uint64)
     k = 0
     for i in range(done.size):
         lat = (done[i] - issue[i]) * 1e3
         word[0] = lat if lat > 0.0 else 0.0
-        if wanted[bits[0] >> 48]:
-            pool[k] = lat
-            k += 1
+        key = bits[0]
+        for r in range(first.size):
+            if first[r] <= key and key <= last[r]:
+                pool[k] = lat
+                k += 1
+                break
 
 
 def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingResult:
@@ -316,19 +396,28 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
 
     per_file = params.clients == "per-file"
     cl = per_file_clients(file, op_req, nfiles) if per_file else no_clients()
-    ok = False
-    d = disk()
-    if params.nfsd >= slots and not exact and not per_file:
-        # no READ ever waits for a thread: the short loop
-        busy, disk_end, ok = simulate(arrive, nbytes, i64(params.rsize), file, offset, op_req,
-                                      op_sync, op_off, op_len, slots, half_rtt, rate, cpu_s,
-                                      nfiles, cscan, ext, d, issue, done)
-    if not ok:
+    # no READ ever waits for a thread: the short loop
+    short = params.nfsd >= slots and not exact and not per_file
+    op_ring = _ring_size(min(op_req.size, OP_RING))
+    while True:
         d = disk()
-        busy, disk_end = simulate_exact(arrive, nbytes, i64(params.rsize), file, offset,
-                                        op_req, op_sync, op_off, op_len, slots, half_rtt,
-                                        rate, cpu_s, int(params.nfsd), nfiles, cscan, ext,
-                                        d, issue, done, cl)
+        if short:
+            busy, disk_end, status = simulate(arrive, nbytes, i64(params.rsize), file, offset,
+                                              op_req, op_sync, op_off, op_len, slots, half_rtt,
+                                              rate, cpu_s, nfiles, cscan, ext, d, issue, done,
+                                              op_ring)
+        else:
+            busy, disk_end, status = simulate_exact(arrive, nbytes, i64(params.rsize), file,
+                                                    offset, op_req, op_sync, op_off, op_len,
+                                                    slots, half_rtt, rate, cpu_s,
+                                                    int(params.nfsd), nfiles, cscan, ext, d,
+                                                    issue, done, cl, op_ring)
+        if status == DONE:
+            break
+        if status == RING_FULL:  # a place for every read: never full
+            op_ring = _ring_size(op_req.size)
+        else:  # a tie the short loop cannot order
+            short = False
     return TimingResult(issue, done, float(busy), float(disk_end), int(nbytes.sum()),
                         int(op_len.sum()), int(op_len.size - d.blk[1]))
 
@@ -434,37 +523,54 @@ EV_RECV = 4  # a reply reached the client
 
 NO_LINK = -1
 
+# how a run of the loops ended
+DONE = 0
+TIE = 1  # the short loop met a CPU event and the disk's at one time: the exact loop decides
+RING_FULL = 2  # reads in flight too far apart for the ring of their state (Waits)
+
+#: Places for disk reads in flight (:class:`Waits`) a run starts with; a run that needs
+#: more starts again with one for every read.
+OP_RING = 1 << 16
+
 
 class Waits(NamedTuple):
     """Which disk reads the READs wait for. Per outstanding READ, at the slot number it took
     when issued (``slots`` of them: the state of a run's READs fits in a few lines of memory):
     its disk reads ``[op_lo, op_hi)``, how many reads of its file came before them, and how
-    many reads it still waits for (from its CPU event). Per disk read: its index among its
-    file's reads; the reads not yet done, per file, in issue order (doubly linked, the newest
-    at ``live_tail``); the READs waiting for it, in READ order (linked nodes from a pool)."""
+    many reads it still waits for (from its CPU event). Per disk read in flight (issued with
+    its READ, not yet done), at ``j & (ring - 1)`` in arrays of ``ring`` entries (a power of
+    2): its index among its file's reads (NO_LINK once done: the place is free); the reads
+    in flight, per file, in issue order (doubly linked by read number, the newest at
+    ``live_tail``); the READs waiting for it, in READ order (linked nodes from a pool).
+    Only the reads in flight need a place, and READs issued in trace order issue their
+    reads in order: a ring far smaller than the run's reads holds them (a run's fresh pages
+    cost more than its events, and a small ring stays in the CPU's cache). A read whose
+    place is still taken (read ``j - ring`` not done) fills the ring: :func:`_issued` says
+    so and the run starts again with a ring of every read."""
 
     op_lo: np.ndarray  # int64[slots]
     op_hi: np.ndarray  # int64[slots]
     file_ops_before: np.ndarray  # int64[slots]
     pending: np.ndarray  # int64[slots]
-    op_rank: np.ndarray  # int64[m]
+    op_rank: np.ndarray  # int64[ring]
     file_ops: np.ndarray  # int64[files]: reads of the file issued so far
     live_tail: np.ndarray  # int64[files]
-    live_prev: np.ndarray  # int64[m]
-    live_next: np.ndarray  # int64[m]
-    w_head: np.ndarray  # int64[m]
-    w_tail: np.ndarray  # int64[m]
+    live_prev: np.ndarray  # int64[ring]
+    live_next: np.ndarray  # int64[ring]
+    w_head: np.ndarray  # int64[ring]
+    w_tail: np.ndarray  # int64[ring]
     node_r: np.ndarray  # int64[nodes]: the waiting READ
     node_slot: np.ndarray  # int64[nodes]: its slot number
     node_next: np.ndarray  # int64[nodes]: the next node (of the read's list or the free list)
 
 
 @njit(cache=True, nogil=True)
-def new_waits(op_req, nfiles, slots):
-    """Empty bookkeeping for ``slots`` outstanding READs, the disk reads of ``op_req`` and ``nfiles`` files. A
-    node lives from a READ's CPU event to the end of the read it waits for, and the READ is
-    outstanding all that time: at most ``slots`` READs, each waiting for its own reads and
-    LOOKBACK earlier ones; the pool holds that many."""
+def new_waits(op_req, nfiles, slots, ring):
+    """Empty bookkeeping for ``slots`` outstanding READs, the disk reads of ``op_req`` (in
+    flight at most ``ring`` apart, a power of 2) and ``nfiles`` files. A node lives from a
+    READ's CPU event to the end of the read it waits for, and the READ is outstanding all
+    that time: at most ``slots`` READs, each waiting for its own reads and LOOKBACK earlier
+    ones; the pool holds that many."""
     m = op_req.size
     most = 0
     streak = 0
@@ -475,31 +581,37 @@ def new_waits(op_req, nfiles, slots):
     node_next = np.arange(1, nodes + 1, dtype=np.int64)  # all free, in a list
     node_next[nodes - 1] = NO_LINK
     return Waits(np.empty(slots, np.int64), np.empty(slots, np.int64),
-                 np.empty(slots, np.int64), np.zeros(slots, np.int64), np.empty(m, np.int64),
-                 np.zeros(nfiles, np.int64), np.full(nfiles, NO_LINK, np.int64),
-                 np.empty(m, np.int64), np.empty(m, np.int64), np.full(m, NO_LINK, np.int64),
-                 np.full(m, NO_LINK, np.int64), np.empty(nodes, np.int64),
-                 np.empty(nodes, np.int64), node_next)
+                 np.empty(slots, np.int64), np.zeros(slots, np.int64),
+                 np.full(ring, NO_LINK, np.int64), np.zeros(nfiles, np.int64),
+                 np.full(nfiles, NO_LINK, np.int64), np.empty(ring, np.int64),
+                 np.empty(ring, np.int64), np.empty(ring, np.int64), np.empty(ring, np.int64),
+                 np.empty(nodes, np.int64), np.empty(nodes, np.int64), node_next)
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _issued(x, slot, file, op_req, op_file, op_ptr, w):
     """READ x is issued into ``slot``: its disk reads (from ``op_ptr`` on, those of
-    ``op_req == x``) are ranked among their file's and not done until the disk says so.
-    Returns the next read."""
+    ``op_req == x``) are ranked among their file's and in flight until the disk says so.
+    Returns the next read, or NO_LINK when one finds its place in the ring still taken."""
     m = op_file.size
+    mask = w.op_rank.size - 1
     w.file_ops_before[slot] = w.file_ops[file[x]]
     w.op_lo[slot] = op_ptr
     while op_ptr < m and op_req[op_ptr] == x:
+        k = op_ptr & mask
+        if w.op_rank[k] != NO_LINK:  # read op_ptr - ring is still in flight
+            return NO_LINK
         f = op_file[op_ptr]
-        w.op_rank[op_ptr] = w.file_ops[f]
+        w.op_rank[k] = w.file_ops[f]
         w.file_ops[f] += 1
         last = w.live_tail[f]
-        w.live_prev[op_ptr] = last
-        w.live_next[op_ptr] = NO_LINK
+        w.live_prev[k] = last
+        w.live_next[k] = NO_LINK
         if last != NO_LINK:
-            w.live_next[last] = op_ptr
+            w.live_next[last & mask] = op_ptr
         w.live_tail[f] = op_ptr
+        w.w_head[k] = NO_LINK
+        w.w_tail[k] = NO_LINK
         op_ptr += 1
     w.op_hi[slot] = op_ptr
     return op_ptr
@@ -557,15 +669,16 @@ def _server_has(x, slot, file, offset, nbytes, op_sync, op_off, op_len, d, dq_he
     b = a + nbytes[x]
     if b > a:
         oldest = w.file_ops_before[slot] - LOOKBACK
+        mask = w.op_rank.size - 1
         j = w.live_tail[file[x]]
         while j != NO_LINK:
             if j < lo:
-                if w.op_rank[j] < oldest:
+                if w.op_rank[j & mask] < oldest:
                     break
                 if op_off[j] < b and a < op_off[j] + op_len[j]:
                     cnt += 1
                     free = _wait_for(j, x, slot, w, free)
-            j = w.live_prev[j]
+            j = w.live_prev[j & mask]
     w.pending[slot] = cnt
     return dq_tail, free
 
@@ -575,28 +688,29 @@ def _wait_for(j, r, slot, w, free):
     """READ r (in ``slot``) waits for disk read j: a node from the free list into j's list
     of waiters, kept in READ order (CPU events come nearly in READ order: almost always an
     append). Returns the free list's new head."""
+    q = j & (w.w_head.size - 1)  # the read's place in the ring
     k = free
     free = w.node_next[k]
     w.node_r[k] = r
     w.node_slot[k] = slot
-    last = w.w_tail[j]
+    last = w.w_tail[q]
     if last == NO_LINK:
         w.node_next[k] = NO_LINK
-        w.w_head[j] = k
-        w.w_tail[j] = k
+        w.w_head[q] = k
+        w.w_tail[q] = k
     elif w.node_r[last] < r:
         w.node_next[k] = NO_LINK
         w.node_next[last] = k
-        w.w_tail[j] = k
+        w.w_tail[q] = k
     else:
         before = NO_LINK
-        at = w.w_head[j]
+        at = w.w_head[q]
         while w.node_r[at] < r:
             before = at
             at = w.node_next[at]
         w.node_next[k] = at
         if before == NO_LINK:
-            w.w_head[j] = k
+            w.w_head[q] = k
         else:
             w.node_next[before] = k
     return free
@@ -604,15 +718,18 @@ def _wait_for(j, r, slot, w, free):
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _read_done(j, f, w):
-    """Disk read j (of file f) is done: no longer in flight."""
-    after = w.live_next[j]
-    before = w.live_prev[j]
+    """Disk read j (of file f) is done: no longer in flight, its place in the ring free."""
+    mask = w.op_rank.size - 1
+    k = j & mask
+    after = w.live_next[k]
+    before = w.live_prev[k]
     if after != NO_LINK:
-        w.live_prev[after] = before
+        w.live_prev[after & mask] = before
     else:
         w.live_tail[f] = before
     if before != NO_LINK:
-        w.live_next[before] = after
+        w.live_next[before & mask] = after
+    w.op_rank[k] = NO_LINK
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -625,7 +742,7 @@ def _request_done(j, d, w, free, ready_r, ready_slot):
     nready = 0
     while j != NO_LINK:
         _read_done(j, d.op_file[j], w)
-        k = w.w_head[j]
+        k = w.w_head[j & (w.w_head.size - 1)]
         while k != NO_LINK:
             slot = w.node_slot[k]
             w.pending[slot] -= 1
@@ -1002,17 +1119,18 @@ def _idle(d, now, head, tail):
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
 def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
-             half_rtt, rate, cpu_s, nfiles, cscan, extent_bytes, d, issue, done):
+             half_rtt, rate, cpu_s, nfiles, cscan, extent_bytes, d, issue, done, op_ring):
     """The events of a run where no READ waits for an nfsd thread (the caller checks): fills
     ``issue`` and ``done`` (client times, s) and returns the disk's busy seconds, when it
-    finished its last read, and False when a CPU event and the disk's fell at the same time
-    (then nothing returned holds: run :func:`simulate_exact`). ``arrive``: per READ the
-    earliest issue time (s), or empty (no think time). Allocates the loop's state and runs
-    :func:`_short_loop`."""
+    finished its last read, and a status: DONE; TIE when a CPU event and the disk's fell at
+    the same time (then nothing returned holds: run :func:`simulate_exact`); RING_FULL when
+    reads more than ``op_ring`` (a power of 2) apart were in flight at once (:class:`Waits`;
+    run again with a larger ring). ``arrive``: per READ the earliest issue time (s), or
+    empty (no think time). Allocates the loop's state and runs :func:`_short_loop`."""
     ring = _ring_size(slots)  # queues of at most slots events, indexed modulo a power of 2
     return _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len,
                        slots, half_rtt, rate, cpu_s, cscan, extent_bytes, d, issue, done,
-                       new_waits(op_req, nfiles, slots),
+                       new_waits(op_req, nfiles, slots, op_ring),
                        np.arange(slots - 1, -1, -1, dtype=np.int64), np.empty(slots, np.int64),
                        np.empty(slots, np.int64), np.zeros(ring), np.empty(ring),
                        np.empty(ring, np.int64), np.empty(ring, np.int64),
@@ -1069,6 +1187,8 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
             nfree -= 1
             slot = free_slot[nfree]
             op_ptr = _issued(nxt, slot, file, op_req, d.op_file, op_ptr, w)
+            if op_ptr == NO_LINK:
+                return busy, disk_free_at, RING_FULL
             t = (t + half_rtt) + cpu_s * _rpcs(nbytes[nxt], rsize)
             q = (cpu_head + cpu_len) & mask
             if cpu_len == 0 or cpu_t[(q - 1) & mask] <= t:  # in time order: append
@@ -1081,7 +1201,7 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
             nxt += 1
         if cpu_len > 0:
             if disk_busy and cpu_t[cpu_head] == disk_t:
-                return busy, disk_free_at, False
+                return busy, disk_free_at, TIE
             is_cpu = not disk_busy or cpu_t[cpu_head] < disk_t
         elif disk_busy:
             is_cpu = False
@@ -1132,24 +1252,29 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 disk_busy = True
                 disk_t = now + service
                 disk_op = NO_LINK
-    return busy, disk_free_at, True
+    return busy, disk_free_at, DONE
 
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
 def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len,
                    slots, half_rtt, rate, cpu_s, nfsd, nfiles, cscan, extent_bytes, d, issue,
-                   done, cl):
+                   done, cl, op_ring):
     """Run every event in (time, sequence) order; fills ``issue`` and ``done`` (client times,
-    s) and returns the disk's busy seconds and when it finished its last read. ``arrive``:
-    per READ the earliest issue time (s), or empty (no think time); ``cl``: per-file
-    processes of ``slots`` READs each (:class:`Clients`), or empty: one client with
-    ``slots`` in all. Allocates the loop's state and runs :func:`_exact_loop`."""
+    s) and returns the disk's busy seconds, when it finished its last read and a status
+    (DONE, or RING_FULL as :func:`simulate`'s). ``arrive``: per READ the earliest issue time
+    (s), or empty (no think time); ``cl``: per-file processes of ``slots`` READs each
+    (:class:`Clients`), or empty: one client with ``slots`` in all (disk reads in flight at
+    most ``op_ring`` apart, a power of 2). Allocates the loop's state and runs
+    :func:`_exact_loop`."""
     total = slots * cl.order.size if cl.order.size else slots  # READs outstanding at most
     ring = _ring_size(total)  # queues of at most that many events, indexed modulo a power of 2
+    if cl.order.size:  # processes issue their files' reads out of order: a place for each
+        op_ring = _ring_size(op_req.size)
     i64 = np.int64
     return _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len,
                        slots, half_rtt, rate, cpu_s, nfsd, cscan, extent_bytes, d, issue, done,
-                       new_waits(op_req, nfiles, total), np.arange(total - 1, -1, -1, dtype=i64),
+                       new_waits(op_req, nfiles, total, op_ring),
+                       np.arange(total - 1, -1, -1, dtype=i64),
                        np.empty(total, i64), np.empty(total, i64), np.empty(ring, i64),
                        np.empty(ring, i64), np.empty(ring, i64), np.empty(ring, i64),
                        np.empty(ring), np.empty(ring, i64), np.empty(ring, i64),
@@ -1283,6 +1408,8 @@ def _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                                                          arr_slot, issued, seq, free_slot,
                                                          nfree, file, op_req, d.op_file,
                                                          op_ptr, w)
+                if op_ptr == NO_LINK:
+                    return busy, disk_free_at, RING_FULL
                 free_slots -= 1
                 nxt += 1
             continue
@@ -1357,4 +1484,4 @@ def _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 disk_seq = seq
                 disk_op = NO_LINK
                 seq += 1
-    return busy, disk_free_at
+    return busy, disk_free_at, DONE
