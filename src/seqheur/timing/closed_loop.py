@@ -248,9 +248,8 @@ def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...
         # what is left: collected and partitioned in place (np.partition would copy the
         # pool first); a rank's place among them: after the lower ranges' latencies
         start = np.cumsum([0] + [rng[2] for rng in open_])
-        pool = np.empty(int(start[-1]), np.float64)
-        _collect_latencies(issue, done, np.array([r[0] for r in open_], np.uint64),
-                           np.array([r[1] for r in open_], np.uint64), pool)
+        pool = _collect_latencies(issue, done, np.array([r[0] for r in open_], np.uint64),
+                                  np.array([r[1] for r in open_], np.uint64), int(start[-1]))
         todo = [(k, int(start[open_.index(rng)]) + local) for k, (rng, local) in where.items()]
         pool.partition([at for _, at in todo])
         value.update({k: float(pool[at]) for k, at in todo})
@@ -345,9 +344,10 @@ def _split_latencies(issue, done, first, last, shift, hist, least, most):
 
 
 @njit(cache=True, nogil=True)
-def _collect_latencies(issue, done, first, last, pool):
-    """The latencies (ms) whose keys fall in the ranges ``first[r]..last[r]``, in READ
-    order."""
+def _collect_latencies(issue, done, first, last, size):
+    """The ``size`` latencies (ms) whose keys fall in the ranges ``first[r]..last[r]``, in
+    READ order (allocated here: small pages, as :func:`_client_times`)."""
+    pool = np.empty(size)
     word = np.zeros(1)
     bits = word.view(np.uint64)
     k = 0
@@ -360,6 +360,7 @@ def _collect_latencies(issue, done, first, last, pool):
                 pool[k] = lat
                 k += 1
                 break
+    return pool
 
 
 def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingResult:
@@ -386,8 +387,7 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
     half_rtt = params.rtt_us * 0.5e-6
     cpu_s = params.cpu_us * 1e-6
     cscan = params.scheduler in ("cscan", "tcq")  # tcq: the host's queue is an elevator
-    issue = np.empty(n)
-    done = np.empty(n)
+    issue, done = _client_times(n)
 
     def disk() -> Disk:
         return new_disk(inputs, addr, op_file, op_off, op_len, params.merge,
@@ -420,6 +420,14 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
             short = False
     return TimingResult(issue, done, float(busy), float(disk_end), int(nbytes.sum()),
                         int(op_len.sum()), int(op_len.size - d.blk[1]))
+
+
+@njit(cache=True, nogil=True)
+def _client_times(n):
+    """Room for the READs' issue and completion times. Allocated here, not by numpy: numpy
+    asks the kernel for transparent huge pages for arrays this large (madvise), and fresh
+    huge pages cost more system time than small ones (docs/timing.md, Speed)."""
+    return np.empty(n), np.empty(n)
 
 
 class Clients(NamedTuple):
