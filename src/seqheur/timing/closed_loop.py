@@ -202,15 +202,10 @@ class TimingResult:
 
 def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...]) -> list[float]:
     """``np.percentile((done - issue) * 1e3, q)`` (linear interpolation) without sorting or
-    partitioning every latency. A latency's key is the bits of the float (non-negative
-    floats keep their order as integers); one pass counts the latencies in ranges of keys
-    (the top 16 bits: 16 per power of two) with each range's least and greatest. A rank in
-    a range of one value is that value. While the ranges holding the other wanted ranks
-    hold more than :data:`_POOL_MAX` latencies, a pass splits each into up to 2**16 ranges
-    between its least and greatest key (most latencies of a replay fall within a few % of
-    one value: collecting them would copy most of the latencies); then a last pass collects
-    what is left and partitions it. Exact: the same order statistics, interpolated as numpy
-    does."""
+    partitioning every latency: one pass counts them in buckets that keep their order (16 per
+    power of two) with each bucket's least and greatest; a rank in a bucket of one value is
+    that value, and only the other buckets holding a wanted rank are collected (a second
+    pass) and partitioned. Exact: the same order statistics, interpolated as numpy does."""
     n = int(done.size)
     if n == 0:
         return [float("nan")] * len(q)
@@ -221,39 +216,24 @@ def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...
     most = np.full(_LAT_BUCKETS, -np.inf)
     if not _latency_buckets(issue, done, hist, least, most):  # infinite or NaN: numpy's way
         return [float(x) for x in np.percentile((done - issue) * 1e3, q)]
+    below = np.cumsum(hist) - hist  # latencies in lower buckets
     qs = np.true_divide(np.asarray(q, np.float64), 100)
     v = (n - 1) * qs  # numpy's "linear" virtual index
     lo = np.floor(v).astype(np.int64)
     hi = np.minimum(lo + 1, n - 1)
-    ranks = [int(k) for k in np.unique(np.concatenate([lo, hi]))]
-    # each rank's range of keys: (first key, last key, latencies in it, least, greatest),
-    # and the rank's place among the range's latencies
-    below = np.cumsum(hist) - hist
-    buckets = np.searchsorted(below + hist, ranks, side="right")
-    where = {k: ((int(b) << 48, ((int(b) + 1) << 48) - 1, int(hist[b]), float(least[b]),
-                  float(most[b])), k - int(below[b])) for k, b in zip(ranks, buckets)}
-    value: dict[int, float] = {}
-    while True:
-        for k, (rng, _) in list(where.items()):
-            if rng[3] == rng[4]:  # one value
-                value[k] = rng[3]
-                del where[k]
-        open_ = sorted({rng for rng, _ in where.values()})
-        if not open_:
-            break
-        split = [rng for rng in open_ if _key(rng[3]) < _key(rng[4])]
-        if split and sum(rng[2] for rng in open_) > _POOL_MAX:
-            where = _split_ranges(issue, done, split, where)
-            continue
-        # what is left: collected and partitioned in place (np.partition would copy the
-        # pool first); a rank's place among them: after the lower ranges' latencies
-        start = np.cumsum([0] + [rng[2] for rng in open_])
-        pool = _collect_latencies(issue, done, np.array([r[0] for r in open_], np.uint64),
-                                  np.array([r[1] for r in open_], np.uint64), int(start[-1]))
-        todo = [(k, int(start[open_.index(rng)]) + local) for k, (rng, local) in where.items()]
-        pool.partition([at for _, at in todo])
-        value.update({k: float(pool[at]) for k, at in todo})
-        break
+    ranks = np.unique(np.concatenate([lo, hi]))
+    buckets = np.searchsorted(below + hist, ranks, side="right")  # the bucket of each rank
+    value = {int(k): float(least[b]) for k, b in zip(ranks, buckets) if least[b] == most[b]}
+    wanted = np.zeros(_LAT_BUCKETS, np.bool_)
+    wanted[[b for k, b in zip(ranks, buckets) if int(k) not in value]] = True
+    if wanted.any():
+        # a rank's place among the collected latencies: minus those in buckets not taken
+        skipped = np.cumsum(np.where(wanted, 0, hist)) - np.where(wanted, 0, hist)
+        pool = _collect_latencies(issue, done, wanted, int(hist[wanted].sum()))
+        todo = [(int(k), b) for k, b in zip(ranks, buckets) if int(k) not in value]
+        local = np.array([k - skipped[b] for k, b in todo], np.int64)
+        pool.partition(local)  # in place: np.partition would copy the pool first
+        value.update({k: float(x) for (k, _), x in zip(todo, pool[local])})
     a = np.array([value[k] for k in lo.tolist()])
     b = np.array([value[k] for k in hi.tolist()])
     gamma = v - lo
@@ -263,40 +243,6 @@ def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...
 
 
 _LAT_BUCKETS = 1 << 16
-#: Latencies :func:`latency_percentiles` collects and partitions at most while it can still
-#: split their ranges (a pass over the latencies either way; collecting more costs memory)
-_POOL_MAX = 1 << 20
-
-
-def _key(lat: float) -> int:
-    """A latency's key: the bits of the float (0.0 for one not above 0)."""
-    return int(np.float64(lat if lat > 0.0 else 0.0).view(np.uint64))
-
-
-def _split_ranges(issue, done, split, where):
-    """One pass: the ranges of keys ``split`` (disjoint; first key, last key, count, least,
-    greatest) cut into up to 2**16 ranges each, between their least and greatest key; the
-    ranks of ``where`` in them moved to the range holding them."""
-    first = np.array([_key(r[3]) for r in split], np.uint64)
-    last = np.array([_key(r[4]) for r in split], np.uint64)
-    shift = np.array([max(0, int(b - a).bit_length() - 16) for a, b in zip(first, last)],
-                     np.uint64)
-    hist = np.zeros((len(split), _LAT_BUCKETS), np.int64)
-    least = np.full(hist.shape, np.inf)
-    most = np.full(hist.shape, -np.inf)
-    _split_latencies(issue, done, first, last, shift, hist, least, most)
-    out = {}
-    for k, (rng, local) in where.items():
-        if rng not in split:
-            out[k] = (rng, local)
-            continue
-        i = split.index(rng)
-        upto = np.cumsum(hist[i])
-        s = int(np.searchsorted(upto, local, side="right"))
-        a = int(first[i]) + (s << int(shift[i]))
-        out[k] = ((a, min(int(last[i]), a + (1 << int(shift[i])) - 1), int(hist[i, s]),
-                   float(least[i, s]), float(most[i, s])), local - int(upto[s] - hist[i, s]))
-    return out
 
 
 @njit(cache=True, nogil=True)
@@ -322,31 +268,9 @@ def _latency_buckets(issue, done, hist, least, most):
 
 
 @njit(cache=True, nogil=True)
-def _split_latencies(issue, done, first, last, shift, hist, least, most):
-    """Count the latencies (ms) whose keys fall in the ranges ``first[r]..last[r]``
-    (disjoint), in buckets of ``2**shift[r]`` keys from ``first[r]`` (``hist[r]``), with
-    each bucket's least and greatest."""
-    word = np.zeros(1)
-    bits = word.view(np.uint64)
-    for i in range(done.size):
-        lat = (done[i] - issue[i]) * 1e3
-        word[0] = lat if lat > 0.0 else 0.0
-        key = bits[0]
-        for r in range(first.size):
-            if first[r] <= key and key <= last[r]:
-                b = (key - first[r]) >> shift[r]
-                hist[r, b] += 1
-                if lat < least[r, b]:
-                    least[r, b] = lat
-                if lat > most[r, b]:
-                    most[r, b] = lat
-                break
-
-
-@njit(cache=True, nogil=True)
-def _collect_latencies(issue, done, first, last, size):
-    """The ``size`` latencies (ms) whose keys fall in the ranges ``first[r]..last[r]``, in
-    READ order (allocated here: small pages, as :func:`_client_times`)."""
+def _collect_latencies(issue, done, wanted, size):
+    """The ``size`` latencies (ms) of the wanted buckets, in READ order. Allocated here, not
+    by numpy, for the reason :func:`_client_times` gives."""
     pool = np.empty(size)
     word = np.zeros(1)
     bits = word.view(np.uint64)
@@ -354,12 +278,9 @@ def _collect_latencies(issue, done, first, last, size):
     for i in range(done.size):
         lat = (done[i] - issue[i]) * 1e3
         word[0] = lat if lat > 0.0 else 0.0
-        key = bits[0]
-        for r in range(first.size):
-            if first[r] <= key and key <= last[r]:
-                pool[k] = lat
-                k += 1
-                break
+        if wanted[bits[0] >> 48]:
+            pool[k] = lat
+            k += 1
     return pool
 
 
