@@ -452,8 +452,10 @@ class Replayer:
         if k == 0:
             return
         if self.timing is not None:
-            self._t_ops.append(tuple(a[:k].copy() for a in (ops.request, ops.sync, ops.file,
-                                                            ops.offset, ops.length)))
+            from .timing.closed_loop import small_pages_copy
+
+            self._t_ops.append(tuple(small_pages_copy(a[:k]) for a in (
+                ops.request, ops.sync, ops.file, ops.offset, ops.length)))
         for pricer in self.pricers:
             if pricer is not None:
                 pricer.price(ops.file[:k], ops.offset[:k], ops.length[:k])
@@ -514,7 +516,7 @@ class Replayer:
         ``k``-th profile's disk (:class:`seqheur.timing.closed_loop.TimingInputs`; needs a
         timing model). The replay's reads are the same for every profile: the model runs
         afterwards, on a drive of its own, and feeds nothing back."""
-        from .timing.closed_loop import TimingInputs
+        from .timing.closed_loop import TimingInputs, small_pages_empty
 
         if self.timing is None:
             raise SeqheurError("this replay has no timing model (timing=None or disk-only)")
@@ -525,7 +527,8 @@ class Replayer:
                 return np.zeros(0, np.int64)
             if len(parts) == 1:  # one feed: its arrays as they are (a copy of 2 M is ms)
                 return parts[0][k]
-            return np.concatenate([p[k] for p in parts])
+            out = small_pages_empty(parts[0][k], sum(p[k].size for p in parts))
+            return np.concatenate([p[k] for p in parts], out=out)
 
         file, offset, count = (cat(self._t_reqs, k) for k in (1, 2, 3))
         # the bytes each READ gets: clipped at the end of file as the replay clipped it

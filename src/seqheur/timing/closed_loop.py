@@ -229,7 +229,8 @@ def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...
     if wanted.any():
         # a rank's place among the collected latencies: minus those in buckets not taken
         skipped = np.cumsum(np.where(wanted, 0, hist)) - np.where(wanted, 0, hist)
-        pool = _collect_latencies(issue, done, wanted, int(hist[wanted].sum()))
+        pool = np.empty(int(hist[wanted].sum()), np.float64)
+        _collect_latencies(issue, done, wanted, pool)
         todo = [(int(k), b) for k, b in zip(ranks, buckets) if int(k) not in value]
         local = np.array([k - skipped[b] for k, b in todo], np.int64)
         pool.partition(local)  # in place: np.partition would copy the pool first
@@ -268,10 +269,8 @@ def _latency_buckets(issue, done, hist, least, most):
 
 
 @njit(cache=True, nogil=True)
-def _collect_latencies(issue, done, wanted, size):
-    """The ``size`` latencies (ms) of the wanted buckets, in READ order. Allocated here, not
-    by numpy, for the reason :func:`_client_times` gives."""
-    pool = np.empty(size)
+def _collect_latencies(issue, done, wanted, pool):
+    """The latencies (ms) of the wanted buckets, in READ order."""
     word = np.zeros(1)
     bits = word.view(np.uint64)
     k = 0
@@ -281,7 +280,6 @@ def _collect_latencies(issue, done, wanted, size):
         if wanted[bits[0] >> 48]:
             pool[k] = lat
             k += 1
-    return pool
 
 
 def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingResult:
@@ -349,6 +347,19 @@ def _client_times(n):
     asks the kernel for transparent huge pages for arrays this large (madvise), and fresh
     huge pages cost more system time than small ones (docs/timing.md, Speed)."""
     return np.empty(n), np.empty(n)
+
+
+@njit(cache=True, nogil=True)
+def small_pages_copy(a):
+    """A copy of ``a`` allocated by numba (small pages, as :func:`_client_times`): the
+    replay's record of the disk reads for the model."""
+    return a.copy()
+
+
+@njit(cache=True, nogil=True)
+def small_pages_empty(like, n):
+    """An array of ``n`` of ``like``'s type allocated by numba (as :func:`small_pages_copy`)."""
+    return np.empty(n, like.dtype)
 
 
 class Clients(NamedTuple):
