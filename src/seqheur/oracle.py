@@ -106,12 +106,23 @@ class Pending(NamedTuple):
     slack in ``k+1 .. u-1``, how many wait past ``u > k``), and ``k`` only grows over the
     trace. So a block that reaches its use is not taken out: its position is at most every
     later ``k``; its slack is in no range asked about, and it is counted both in its
-    position's count, which no later question reaches either."""
+    position's count, which no later question reaches either.
 
-    node: np.ndarray  # int32 (int64 for huge traces) [2N, 4]: per node (root 1, leaves
-    # N..2N-1) the least slack under it, its own pending add included (_MIN); the add
-    # pending for its children (_ADD); the blocks waiting under it (_COUNT); and padding,
-    # so that nodes are 16 bytes and siblings share a cache line
+    The tree covers a *window* of ``W`` positions from ``base`` (``frame``), not the whole
+    trace: a block is read ahead only if used before the cache evicts it, so the positions
+    asked about lie within a few cache sizes of ``k``, and a tree of that width stays in
+    the processor's caches where one over every reference (tens of MB) misses on nearly
+    every question. A position past the window moves it (:func:`fit`): it starts at
+    ``k + 1`` (what lies before is never asked about again), twice as wide when the span
+    asked about is more than half of it."""
+
+    node: np.ndarray  # int32 (int64 for huge traces) [2N, 4], N > refs; the tree uses
+    # its first 2W rows (root 1, leaves W..2W-1: positions base..base+W-1), the rest is
+    # never touched (zero pages until a wider window needs them): per node the least slack
+    # under it, its own pending add included (_MIN); the add pending for its children
+    # (_ADD); the blocks waiting under it (_COUNT); and padding, so that nodes are 16 bytes
+    # and siblings share a cache line
+    frame: np.ndarray  # int64[2]: the window's width W (a power of two) and base
     huge: int  # the slack of a position where no block waits (above any drift of adds)
     undo: np.ndarray  # int64[C + 1]: positions admitted by the read being planned
     admitted: np.ndarray  # int64[C + 1]: and their blocks
@@ -321,6 +332,7 @@ def limits_of(cache_blocks: int) -> np.ndarray:
 
 _MIN, _ADD, _COUNT = 0, 1, 2  # Pending.node's columns
 HORIZON = 16  # READs after a miss with which choose_reads prices a way of reading it
+FIRST_WINDOW = 1024  # the Pending tree's first width (it widens as the trace needs)
 
 
 def new_pending(future: Future) -> Pending:
@@ -333,10 +345,12 @@ def new_pending(future: Future) -> Pending:
     small = future.cache_blocks + refs < 1 << 28
     huge = 1 << 30 if small else 1 << 60
     node = np.zeros((2 * n, 4), np.int32 if small else np.int64)
-    node[:, _MIN] = huge
+    w = min(FIRST_WINDOW, n)
+    node[:2 * w, _MIN] = huge
     c = future.cache_blocks
-    return Pending(node, huge, np.zeros(c + 1, np.int64), np.zeros(c + 1, np.int64),
-                   np.zeros(c + 1, np.int64), np.zeros(3 * c + 5, np.int64))
+    return Pending(node, np.array([w, 0], np.int64), huge, np.zeros(c + 1, np.int64),
+                   np.zeros(c + 1, np.int64), np.zeros(c + 1, np.int64),
+                   np.zeros(3 * c + 5, np.int64))
 
 
 def gap_blocks_of(model: Any, block_size: int) -> int:
@@ -460,15 +474,61 @@ def _above(node, p):
     return s
 
 
+@njit(nogil=True, _nrt=False, inline="always")
+def _leaf(pd, x):
+    """The node of position ``x`` (within the window)."""
+    return pd.frame[0] + x - pd.frame[1]
+
+
+@njit(nogil=True, _nrt=False)
+def fit(pd, k, u):
+    """Move the window (:class:`Pending`) so that it holds position ``u``, asked about after
+    reference ``k``: from ``k + 1``, as wide, or twice as wide (or more) when ``u - k`` is
+    more than half its width. The adds are pushed down to the leaves, the leaves of
+    positions k+1.. moved to their new places (to the left, or to a wider tree's leaves,
+    which lie past the old tree), the new positions empty, and the nodes above rebuilt:
+    the same answers as before for every position asked about from now on."""
+    w = pd.frame[0]
+    base = pd.frame[1]
+    if u < base + w:
+        return
+    node = pd.node
+    full = node.shape[0] >> 1
+    nw = w
+    while nw < full and 2 * (u - k) > nw:
+        nw *= 2
+    for p in range(1, w):  # parents before children
+        a = node[p, _ADD]
+        if a != 0:
+            node[p, _ADD] = 0
+            for q in range(2 * p, 2 * p + 2):
+                node[q, _MIN] += a
+                if q < w:
+                    node[q, _ADD] += a
+    live = base + w - (k + 1)  # positions k+1..base+w-1 (ascending: moved left or past)
+    for i in range(max(live, 0)):
+        node[nw + i, _MIN] = node[w + k + 1 - base + i, _MIN]
+        node[nw + i, _COUNT] = node[w + k + 1 - base + i, _COUNT]
+    for i in range(max(live, 0), nw):
+        node[nw + i, _MIN] = pd.huge
+        node[nw + i, _COUNT] = 0
+    for p in range(nw - 1, 0, -1):
+        node[p, _ADD] = 0
+        node[p, _MIN] = min(node[2 * p, _MIN], node[2 * p + 1, _MIN])
+        node[p, _COUNT] = node[2 * p, _COUNT] + node[2 * p + 1, _COUNT]
+    pd.frame[0] = nw
+    pd.frame[1] = k + 1
+
+
 @njit(nogil=True, _nrt=False)
 def range_add(pd, lo, hi, v):
-    """Add ``v`` to the slack of every position in [lo, hi)."""
+    """Add ``v`` to the slack of every position in [lo, hi) (within the window)."""
     node = pd.node
-    n = node.shape[0] >> 1
+    n = pd.frame[0]
     if lo >= hi:
         return
-    a = lo + n
-    b = hi + n
+    a = _leaf(pd, lo)
+    b = _leaf(pd, hi)
     while a < b:
         if a & 1:
             _apply(node, a, v, n)
@@ -478,8 +538,8 @@ def range_add(pd, lo, hi, v):
             _apply(node, b, v, n)
         a >>= 1
         b >>= 1
-    _build(node, lo + n)
-    _build(node, hi + n - 1)
+    _build(node, _leaf(pd, lo))
+    _build(node, _leaf(pd, hi) - 1)
 
 
 @njit(nogil=True, _nrt=False)
@@ -487,11 +547,11 @@ def range_min(pd, lo, hi):
     """The smallest slack in [lo, hi) (huge when no block waits there), lo < hi, and how
     many blocks wait there. The nodes taken on the left all lie under the node left of
     ``a`` one level up, those on the right under ``b``: each side adds the add of that one
-    node per level, then of its ancestors."""
+    node per level, then of its ancestors, which the two sides share from where their
+    paths meet (walked once)."""
     node = pd.node
-    n = node.shape[0] >> 1
-    a = lo + n
-    b = hi + n
+    a = _leaf(pd, lo)
+    b = _leaf(pd, hi)
     left = pd.huge
     right = pd.huge
     waiting = np.int64(0)
@@ -508,7 +568,15 @@ def range_min(pd, lo, hi):
         b >>= 1
         left += node[a - 1, _ADD]
         right += node[b, _ADD]
-    return min(left + _above(node, a - 1), right + _above(node, b)), waiting
+    a -= 1  # the two nodes are on one level: up together until they meet
+    while a > 1 and a != b:
+        a >>= 1
+        b >>= 1
+        left += node[a, _ADD]
+        right += node[b, _ADD]
+    if a == b:  # the adds of the shared ancestor and above it
+        return min(left, right) + _above(node, a), waiting
+    return min(left + _above(node, a), right + _above(node, b)), waiting
 
 
 @njit(nogil=True, _nrt=False)
@@ -528,16 +596,17 @@ def admit(pd, fut, k, u, d):
     blocks demanded in between, if no block read ahead is evicted unused for it: its own
     slack (``C - 1 - d`` less the blocks waiting for a later use) and that of every waiting
     block used before it (each of which it pushes down the LRU list) must stay >= 0."""
+    fit(pd, k, u)
     node = pd.node
-    n = node.shape[0] >> 1
-    p = u + n
+    n = pd.frame[0]
+    p = _leaf(pd, u)
     slack = fut.cache_blocks - 1 - d - _waiting_after(node, p)
     if slack < 0:
         return False
     if k + 1 < u:
         if range_min(pd, k + 1, u)[0] < 1:
             return False
-        a = k + 1 + n
+        a = _leaf(pd, k + 1)
         b = p
         while a < b:
             if a & 1:
@@ -548,7 +617,7 @@ def admit(pd, fut, k, u, d):
                 _apply(node, b, -1, n)
             a >>= 1
             b >>= 1
-        _build(node, k + 1 + n)
+        _build(node, _leaf(pd, k + 1))
     # the leaf holds its slack less the adds above it; leaf u-1's rebuild is due: both
     # paths go up together
     node[p, _MIN] = slack - _above(node, p)
@@ -573,9 +642,9 @@ def admit_deferred(pd, fut, k, u, d, i, least, after):
     ``after`` the blocks the tree has waiting after pd.undo[i-1]. Past pd.undo[i-1] none of
     them changes a slack nor waits, so the tree answers for pd.undo[i-1]+1..u. Returns
     (admitted, the new least, the blocks waiting after u)."""
+    fit(pd, k, u)
     node = pd.node
-    n = node.shape[0] >> 1
-    p = u + n
+    p = _leaf(pd, u)
     if i == 0:
         lo = k + 1
         after = _waiting_after(node, p)
@@ -609,15 +678,15 @@ def commit(pd, k, m):
     if m == 0:
         return
     node = pd.node
-    n = node.shape[0] >> 1
+    n = pd.frame[0]
     leaves = pd.paths
     w = 0
     lo = k + 1
     for i in range(m):
         u = pd.undo[i]
         if lo < u:
-            a = lo + n
-            b = u + n
+            a = _leaf(pd, lo)
+            b = _leaf(pd, u)
             while a < b:
                 if a & 1:
                     _apply(node, a, i - m, n)
@@ -627,10 +696,10 @@ def commit(pd, k, m):
                     _apply(node, b, i - m, n)
                 a >>= 1
                 b >>= 1
-            leaves[w] = lo + n
-            leaves[w + 1] = u - 1 + n
+            leaves[w] = _leaf(pd, lo)
+            leaves[w + 1] = _leaf(pd, u) - 1
             w += 2
-        p = u + n  # no range above touches its path: its adds are final
+        p = _leaf(pd, u)  # no range above touches its path: its adds are final
         node[p, _MIN] = pd.slack[i] - (m - 1 - i) - _above(node, p)
         node[p, _COUNT] += 1
         leaves[w] = p
@@ -654,8 +723,7 @@ def commit(pd, k, m):
 def release(pd, u):
     """The block admitted at ``u`` is not read after all."""
     node = pd.node
-    n = node.shape[0] >> 1
-    p = u + n
+    p = _leaf(pd, u)
     node[p, _MIN] = pd.huge - _above(node, p)
     node[p, _COUNT] -= 1
     while p > 1:
