@@ -112,7 +112,7 @@ class Pending(NamedTuple):
     trace: a block is read ahead only if used before the cache evicts it, so the positions
     asked about lie within a few cache sizes of ``k``, and a tree of that width stays in
     the processor's caches where one over every reference (tens of MB) misses on nearly
-    every question. A position past the window moves it (:func:`fit`): it starts at
+    every question. A position past the window moves it (:func:`fit`, :func:`_move`): it starts at
     ``k + 1`` (what lies before is never asked about again), twice as wide when the span
     asked about is more than half of it."""
 
@@ -123,11 +123,12 @@ class Pending(NamedTuple):
     # (_ADD); the blocks waiting under it (_COUNT); and padding, so that nodes are 16 bytes
     # and siblings share a cache line
     frame: np.ndarray  # int64[2]: the window's width W (a power of two) and base
+    cursor: np.ndarray  # int64[3]: admit_deferred's place in the tree: a node (0: none),
+    # its height, the adds of its ancestors
     huge: int  # the slack of a position where no block waits (above any drift of adds)
     undo: np.ndarray  # int64[C + 1]: positions admitted by the read being planned
     admitted: np.ndarray  # int64[C + 1]: and their blocks
     slack: np.ndarray  # int64[C + 1]: and their slacks, while not yet in the tree (commit)
-    paths: np.ndarray  # int64[3C + 5]: scratch: the leaves whose paths commit rebuilds
 
 
 class Drive(NamedTuple):
@@ -348,9 +349,9 @@ def new_pending(future: Future) -> Pending:
     w = min(FIRST_WINDOW, n)
     node[:2 * w, _MIN] = huge
     c = future.cache_blocks
-    return Pending(node, np.array([w, 0], np.int64), huge, np.zeros(c + 1, np.int64),
+    return Pending(node, np.array([w, 0], np.int64), np.zeros(3, np.int64), huge,
                    np.zeros(c + 1, np.int64), np.zeros(c + 1, np.int64),
-                   np.zeros(3 * c + 5, np.int64))
+                   np.zeros(c + 1, np.int64))
 
 
 def gap_blocks_of(model: Any, block_size: int) -> int:
@@ -480,8 +481,16 @@ def _leaf(pd, x):
     return pd.frame[0] + x - pd.frame[1]
 
 
-@njit(nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False, inline="always")
 def fit(pd, k, u):
+    """Make position ``u``, asked about after reference ``k``, part of the window (checked
+    in the caller: the window seldom moves)."""
+    if u >= pd.frame[1] + pd.frame[0]:
+        _move(pd, k, u)
+
+
+@njit(nogil=True, _nrt=False)
+def _move(pd, k, u):
     """Move the window (:class:`Pending`) so that it holds position ``u``, asked about after
     reference ``k``: from ``k + 1``, as wide, or twice as wide (or more) when ``u - k`` is
     more than half its width. The adds are pushed down to the leaves, the leaves of
@@ -490,8 +499,6 @@ def fit(pd, k, u):
     the same answers as before for every position asked about from now on."""
     w = pd.frame[0]
     base = pd.frame[1]
-    if u < base + w:
-        return
     node = pd.node
     full = node.shape[0] >> 1
     nw = w
@@ -518,6 +525,7 @@ def fit(pd, k, u):
         node[p, _COUNT] = node[2 * p, _COUNT] + node[2 * p + 1, _COUNT]
     pd.frame[0] = nw
     pd.frame[1] = k + 1
+    pd.cursor[0] = 0
 
 
 @njit(nogil=True, _nrt=False)
@@ -591,7 +599,7 @@ def _waiting_after(node, p):
 
 
 @njit(nogil=True, _nrt=False)
-def admit(pd, fut, k, u, d):
+def admit(pd, cache_blocks, k, u, d):
     """Read ahead, after reference ``k``, a block used at ``u`` with at most ``d`` distinct
     blocks demanded in between, if no block read ahead is evicted unused for it: its own
     slack (``C - 1 - d`` less the blocks waiting for a later use) and that of every waiting
@@ -600,7 +608,7 @@ def admit(pd, fut, k, u, d):
     node = pd.node
     n = pd.frame[0]
     p = _leaf(pd, u)
-    slack = fut.cache_blocks - 1 - d - _waiting_after(node, p)
+    slack = cache_blocks - 1 - d - _waiting_after(node, p)
     if slack < 0:
         return False
     if k + 1 < u:
@@ -634,31 +642,90 @@ def admit(pd, fut, k, u, d):
 
 
 @njit(nogil=True, _nrt=False)
-def admit_deferred(pd, fut, k, u, d, i, least, after):
+def _seat(pd, x):
+    """Put the cursor (``pd.cursor``) on the leaf of position ``x``."""
+    p = _leaf(pd, x)
+    pd.cursor[0] = p
+    pd.cursor[1] = 0
+    pd.cursor[2] = _above(pd.node, p)
+
+
+@njit(nogil=True, _nrt=False)
+def _sweep(pd, x):
+    """Move the cursor right to position ``x`` through the largest nodes that lie between:
+    (the least slack, the blocks waiting) over the positions it passed (huge, 0: none)."""
+    node = pd.node
+    p = pd.cursor[0]
+    h = pd.cursor[1]
+    above = pd.cursor[2]
+    end = _leaf(pd, x)
+    least = pd.huge
+    waiting = np.int64(0)
+    while (p << h) < end:
+        if ((p + 1) << h) <= end:  # wholly before x: taken, then the next node right
+            least = min(least, node[p, _MIN] + above)
+            waiting += node[p, _COUNT]
+            while p & 1:  # never the root: x lies within the window
+                p >>= 1
+                h += 1
+                above -= node[p, _ADD]
+            p += 1
+        else:  # x within it: its left half
+            above += node[p, _ADD]
+            p *= 2
+            h -= 1
+    pd.cursor[0] = p
+    pd.cursor[1] = h
+    pd.cursor[2] = above
+    return least, waiting
+
+
+@njit(nogil=True, _nrt=False)
+def _step(pd):
+    """Move the cursor past the position it is at; the blocks waiting there."""
+    node = pd.node
+    p = pd.cursor[0]
+    h = pd.cursor[1]
+    above = pd.cursor[2]
+    while h > 0:
+        above += node[p, _ADD]
+        p *= 2
+        h -= 1
+    waiting = node[p, _COUNT]
+    while p & 1 and p > 1:
+        p >>= 1
+        h += 1
+        above -= node[p, _ADD]
+    pd.cursor[0] = p + 1 if p > 1 else 0  # 0: past the window's end
+    pd.cursor[1] = h
+    pd.cursor[2] = above
+    return waiting
+
+
+@njit(nogil=True, _nrt=False)
+def admit_deferred(pd, cache_blocks, k, u, d, i, least, after):
     """:func:`admit` for the ``i``-th block read ahead after reference ``k`` when the
     blocks admitted before it (uses ``pd.undo[:i]``, ascending) are used before ``u`` and
     are not in the tree yet (:func:`commit`): the tree is as before them, ``least`` is the
     least slack over positions k+1..pd.undo[i-1] with them counted (huge for i = 0) and
     ``after`` the blocks the tree has waiting after pd.undo[i-1]. Past pd.undo[i-1] none of
     them changes a slack nor waits, so the tree answers for pd.undo[i-1]+1..u. Returns
-    (admitted, the new least, the blocks waiting after u)."""
+    (admitted, the new least, the blocks waiting after u).
+
+    The questions of one read go left to right over consecutive ranges, so a cursor walks
+    the tree (:func:`_sweep`) instead of each range climbing to the root from both ends."""
     fit(pd, k, u)
-    node = pd.node
-    p = _leaf(pd, u)
     if i == 0:
-        lo = k + 1
-        after = _waiting_after(node, p)
-        found = pd.huge
-        if lo < u:
-            found = range_min(pd, lo, u)[0]
+        after = _waiting_after(pd.node, _leaf(pd, u))
+        _seat(pd, k + 1)
+        found = _sweep(pd, u)[0]
+        _step(pd)
     else:
-        lo = pd.undo[i - 1] + 1
-        found = pd.huge
-        if lo < u:
-            found, between = range_min(pd, lo, u)
-            after -= between
-        after -= node[p, _COUNT]
-    slack = fut.cache_blocks - 1 - d - after
+        if pd.cursor[0] == 0:  # the window moved
+            _seat(pd, pd.undo[i - 1] + 1)
+        found, between = _sweep(pd, u)
+        after -= between + _step(pd)
+    slack = cache_blocks - 1 - d - after
     if slack < 0:
         return False, least, after
     least = min(least, found)
@@ -673,50 +740,52 @@ def commit(pd, k, m):
     """Put the first ``m`` blocks admitted by :func:`admit_deferred` in the tree as ``m``
     admits in turn would have: the positions between k+1 and the first one's use lose m,
     those between the i-th's and the next's m - 1 - i, the i-th block waits with its slack
-    less m - 1 - i; then the paths above the ends of those ranges and above the blocks are
-    rebuilt once, level by level (they merge on the way up)."""
+    less m - 1 - i.
+
+    One walk of the tree from the left, depth first, instead of a range add per block and
+    a rebuild of their paths: a node that holds a block's position or the span's start is
+    entered (and rebuilt once its children are done), one inside a single step of that
+    staircase takes the step's add whole, one outside the span is left as it is. A read
+    ahead of a few hundred blocks (the usual case) enters each node once, where a range
+    add and a path per block would climb the tree's shared levels for every block."""
     if m == 0:
         return
     node = pd.node
-    n = pd.frame[0]
-    leaves = pd.paths
-    w = 0
-    lo = k + 1
-    for i in range(m):
-        u = pd.undo[i]
-        if lo < u:
-            a = _leaf(pd, lo)
-            b = _leaf(pd, u)
-            while a < b:
-                if a & 1:
-                    _apply(node, a, i - m, n)
-                    a += 1
-                if b & 1:
-                    b -= 1
-                    _apply(node, b, i - m, n)
-                a >>= 1
-                b >>= 1
-            leaves[w] = _leaf(pd, lo)
-            leaves[w + 1] = _leaf(pd, u) - 1
-            w += 2
-        p = _leaf(pd, u)  # no range above touches its path: its adds are final
-        node[p, _MIN] = pd.slack[i] - (m - 1 - i) - _above(node, p)
-        node[p, _COUNT] += 1
-        leaves[w] = p
-        w += 1
-        lo = u + 1
-    while leaves[0] > 1:  # ascending, so equal parents are neighbours
-        top = 0
-        for r in range(w):
-            q = leaves[r] >> 1
-            if top == 0 or leaves[top - 1] != q:
-                leaves[top] = q
-                top += 1
-        w = top
-        for r in range(w):
-            q = leaves[r]
-            _pull(node, q)
-            node[q, _COUNT] = node[2 * q, _COUNT] + node[2 * q + 1, _COUNT]
+    w = pd.frame[0]
+    start = _leaf(pd, k + 1)
+    p = 1
+    h = 0  # the height of node p: it covers leaves p << h .. ((p + 1) << h) - 1
+    while (np.int64(1) << h) < w:
+        h += 1
+    above = np.int64(0)  # the adds of p's ancestors
+    j = 0  # the next block to place (theirs are the leaves _leaf(pd, pd.undo[j]), ascending)
+    while True:
+        lo = p << h
+        hi = (p + 1) << h
+        nxt = _leaf(pd, pd.undo[j]) if j < m else hi
+        if hi <= start or j == m:
+            pass  # before the span, or past its last block: unchanged
+        elif lo < start or nxt < hi:
+            if p < w:  # holds the span's start or a block's leaf: entered
+                above += node[p, _ADD]
+                p *= 2
+                h -= 1
+                continue
+            # the block's leaf: its slack less the adds above it
+            node[p, _MIN] = pd.slack[j] - (m - 1 - j) - above
+            node[p, _COUNT] += 1
+            j += 1
+        else:  # within one step: the blocks from the j-th on are used after it
+            _apply(node, p, j - m, w)
+        while p & 1 and p > 1:  # a right child done: its parent's children are done
+            p >>= 1
+            h += 1
+            above -= node[p, _ADD]
+            _pull(node, p)
+            node[p, _COUNT] = node[2 * p, _COUNT] + node[2 * p + 1, _COUNT]
+        if p == 1:
+            return
+        p += 1
 
 
 @njit(nogil=True, _nrt=False)
@@ -1019,10 +1088,10 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                         commit(pd, k, n_adm)  # out of order: the rest one at a time
                         deferred = False
                     if deferred:
-                        ok, least, after = admit_deferred(pd, fut, k, u, d, n_adm, least,
-                                                          after)
+                        ok, least, after = admit_deferred(pd, fut.cache_blocks, k, u, d,
+                                                          n_adm, least, after)
                     else:
-                        ok = admit(pd, fut, k, u, d)
+                        ok = admit(pd, fut.cache_blocks, k, u, d)
                     if not ok:
                         break  # it, or a block waiting, would be evicted unused
                     pd.undo[n_adm] = u
