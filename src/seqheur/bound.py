@@ -275,6 +275,20 @@ def belady_runs(ids, nxt, capacity, other, n_ids):
 
 
 @njit(cache=True, nogil=True)
+def first_references(ids, n_ids):
+    """The index of each block's first reference, in reference order."""
+    seen = np.zeros(n_ids, np.bool_)
+    out = np.empty(n_ids, np.int64)
+    m = 0
+    for i in range(ids.shape[0]):
+        if not seen[ids[i]]:
+            seen[ids[i]] = True
+            out[m] = i
+            m += 1
+    return out[:m]
+
+
+@njit(cache=True, nogil=True)
 def belady_fetches(ids, nxt, capacity, n_ids):
     """The references at which Belady's MIN with ``capacity`` blocks misses, in order
     (indices into ``ids``; :func:`belady_runs`). They are also Cao et al.'s *conservative*
@@ -544,12 +558,17 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
     rf, rb, uniq, ids, nxt = refs
     distinct = int(uniq.size)
     # one MIN pass gives conservative's fetches (MIN's misses), Belady's misses and those
-    # with the drive's segments added (the re-read term)
+    # with the drive's segments added (the re-read term), unless LRU already tells
     d = drive_cache_blocks(model, bs) if model is not None else 0
     cons = None
     bel = bel_d = distinct
-    if references or (cap is not None and cap < distinct):
-        # a run with every block resident misses each once: not run
+    lru = distinct if lru_cache is None else int(C.lru_misses(rf, rb, lru_cache))
+    if lru == distinct and references:
+        # LRU misses each block once (so does any cache holding every block), so MIN (never
+        # more misses than LRU, never fewer than the distinct blocks) does, with this cache
+        # or a larger one: its misses are the blocks' first references
+        cons = first_references(ids, distinct)
+    elif references or lru > distinct:
         drive = model is not None and cap is not None and cap + d < distinct
         fetched, bel_d = belady_runs(
             ids, nxt, np.int64(cap if cap is not None else distinct + 1),
@@ -557,7 +576,6 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
         cons = fetched if references else None
         bel = int(fetched.size) if cap is not None else distinct
         bel_d = int(bel_d) if drive else distinct
-    lru = distinct if lru_cache is None else int(C.lru_misses(rf, rb, lru_cache))
     out: dict[str, Any] = {
         "requests": len(stream),
         "demand_blocks": int(rf.size),
