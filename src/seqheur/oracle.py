@@ -1016,7 +1016,9 @@ def wanted(c, fut, key, j, k):
     return u, d, fut.occ_end[x]
 
 
-@njit(nogil=True, _nrt=False)
+# inlined into the engine's loop: a call would copy the whole OracleWorld (some 60 arrays,
+# a few hundred machine words) for every READ; inlined, the oracle's replay took 26% less
+@njit(nogil=True, _nrt=False, inline="always")
 def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
     """The oracle's serve step (module docstring); ``world`` is an :class:`OracleWorld`."""
     pol = world.policy
