@@ -71,6 +71,7 @@ from . import engine as E
 from . import readahead as R
 from .disk.model import I_NSEG, I_SEGBYTES, service_kernel
 from .bound import belady_fetches, demand_refs, heap_down, heap_up, next_uses
+from .bound import block_shift, block_span
 from .replay import Replayer
 from .streams import ReadStream
 
@@ -193,7 +194,7 @@ class OracleWorld(NamedTuple):
 
 
 @njit(cache=True, nogil=True)
-def ref_starts(file, offset, count, sizes, bs, n_refs):
+def ref_starts(file, offset, count, sizes, bs, shift, n_refs):
     """Index of every READ's first demand reference (READs clipped at EOF as replay clips
     them; a READ with no block gets the index of the next reference), and for every
     reference the last block of its READ."""
@@ -206,8 +207,8 @@ def ref_starts(file, offset, count, sizes, bs, n_refs):
         off = offset[i]
         cnt = min(np.int64(count[i]), sizes[file[i]] - off)
         if cnt > 0:
-            hi = (off + cnt - 1) // bs
-            for _ in range(off // bs, hi + 1):
+            lo, hi = block_span(off, cnt, bs, shift)
+            for _ in range(lo, hi + 1):
                 ends[k] = hi
                 k += 1
     return out, ends
@@ -310,7 +311,7 @@ def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_bloc
     limits = limits_of(cache_blocks)
     ref0, ref_end = ref_starts(np.ascontiguousarray(stream.file), np.ascontiguousarray(
         stream.offset, dtype=np.int64), np.ascontiguousarray(stream.count), sizes,
-        np.int64(block_size), np.int64(refs.ids.size))
+        np.int64(block_size), np.int64(block_shift(block_size)), np.int64(refs.ids.size))
     occ_first, occ, occ_end = group_by_key(refs.ids, refs.keys.size, ref_end)
     window = np.zeros((3, limits.size), np.int64)
     window[0] = -1
