@@ -84,9 +84,11 @@ class Future(NamedTuple):
     rfile: np.ndarray  # int64[requests]: the READ's file
     keys: np.ndarray  # int64[distinct]: the distinct block keys (cache.make_key), sorted
     ids: np.ndarray  # int64[refs]: index of each reference's key in ``keys``
-    occ_first: np.ndarray  # int64[distinct + 1]: key j's references are occ[occ_first[j]:...]
-    occ: np.ndarray  # int64[refs]: reference indices grouped by key, ascending within a key
-    occ_end: np.ndarray  # int64[refs]: for each of them, the last block of its READ
+    ends: np.ndarray  # int64[refs]: the last block of each reference's READ
+    walk: np.ndarray  # int64[distinct + 1]: per key, where next_use's walk along its
+    # references stopped (its first reference to begin with); last, the k asked last
+    walk_end: np.ndarray  # int64[distinct]: ends of that reference (per key, so that
+    # the blocks of a read ahead, consecutive keys, find it side by side)
     cache_blocks: int  # C
     limits: np.ndarray  # int64[L]: bounds on D, ascending (0 .. C - 1)
     nxt: np.ndarray  # int64[refs]: the next reference to the same block (refs: none)
@@ -215,15 +217,21 @@ def ref_starts(file, offset, count, sizes, bs, shift, n_refs):
 
 
 @njit(cache=True, nogil=True)
-def prev_uses(nxt):
+def prev_and_first(ids, nxt, ends, n_ids):
     """For each reference, the index of the previous reference to the same block (-1:
-    none), from :func:`seqheur.bound.next_uses`."""
+    none), from :func:`seqheur.bound.next_uses`; each block's first reference (and a 0
+    after them) and its ``ends``: :attr:`Future.walk` and :attr:`Future.walk_end`."""
     n = nxt.shape[0]
     prev = np.full(n, -1, np.int64)
+    first = np.zeros(n_ids + 1, np.int64)
+    first_end = np.zeros(n_ids, np.int64)
     for i in range(n):
         if nxt[i] < n:
             prev[nxt[i]] = i
-    return prev
+        if prev[i] < 0:  # set by an earlier reference, if any
+            first[ids[i]] = i
+            first_end[ids[i]] = ends[i]
+    return prev, first, first_end
 
 
 class Refs(NamedTuple):
@@ -281,26 +289,6 @@ def refs_of(stream: ReadStream, sizes: np.ndarray, block_size: int) -> Refs:
     return Refs(rf, rb, uniq, ids, next_uses(ids, uniq.size))
 
 
-@njit(cache=True, nogil=True)
-def group_by_key(ids, n_ids, ends):
-    """References grouped by key, ascending within a key (a counting sort): (occ_first,
-    occ, occ_end) with key j's references at occ[occ_first[j]:occ_first[j + 1]] and
-    ``ends`` (one per reference) in the same order."""
-    first = np.zeros(n_ids + 1, np.int64)
-    for i in range(ids.shape[0]):
-        first[ids[i] + 1] += 1
-    for j in range(n_ids):
-        first[j + 1] += first[j]
-    fill = first[:n_ids].copy()
-    occ = np.empty(ids.shape[0], np.int64)
-    occ_end = np.empty(ids.shape[0], np.int64)
-    for i in range(ids.shape[0]):
-        occ[fill[ids[i]]] = i
-        occ_end[fill[ids[i]]] = ends[i]
-        fill[ids[i]] += 1
-    return first, occ, occ_end
-
-
 def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_blocks: int,
               gap_blocks: int, refs: Refs | None = None) -> Future:
     """The oracle's :class:`Future` for ``stream`` with a cache of ``cache_blocks`` blocks
@@ -312,13 +300,13 @@ def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_bloc
     ref0, ref_end = ref_starts(np.ascontiguousarray(stream.file), np.ascontiguousarray(
         stream.offset, dtype=np.int64), np.ascontiguousarray(stream.count), sizes,
         np.int64(block_size), np.int64(block_shift(block_size)), np.int64(refs.ids.size))
-    occ_first, occ, occ_end = group_by_key(refs.ids, refs.keys.size, ref_end)
+    prev, first, first_end = prev_and_first(refs.ids, refs.nxt, ref_end, refs.keys.size)
     window = np.zeros((3, limits.size), np.int64)
     window[0] = -1
     return Future(ref0=ref0, rfile=np.ascontiguousarray(stream.file, dtype=np.int64),
-                  keys=refs.keys, ids=refs.ids, occ_first=occ_first, occ=occ,
-                  occ_end=occ_end, cache_blocks=int(cache_blocks),
-                  limits=limits, nxt=refs.nxt, prev=prev_uses(refs.nxt), window=window,
+                  keys=refs.keys, ids=refs.ids, ends=ref_end, walk=first, walk_end=first_end,
+                  cache_blocks=int(cache_blocks),
+                  limits=limits, nxt=refs.nxt, prev=prev, window=window,
                   reach=np.zeros(limits.size, np.int64),
                   gap_blocks=int(gap_blocks))
 
@@ -338,7 +326,7 @@ FIRST_WINDOW = 1024  # the Pending tree's first width (it widens as the trace ne
 
 
 def new_pending(future: Future) -> Pending:
-    refs = int(future.occ.size)
+    refs = int(future.ids.size)
     n = 1 << max(1, refs.bit_length())
     # a slack is at most C; the adds move a position by at most one per block admitted (at
     # most one per reference), and a node holds its minimum less the adds above it: with
@@ -382,18 +370,23 @@ def key_at(fut, j, key):
 
 @njit(nogil=True, _nrt=False)
 def next_use(fut, j, k):
-    """Where in ``fut.occ`` the first demand reference of distinct block ``j`` after
-    reference ``k`` is (-1: none)."""
-    end = fut.occ_first[j + 1]
-    a = fut.occ_first[j]
-    b = end
-    while a < b:
-        mid = (a + b) >> 1
-        if fut.occ[mid] <= k:
-            a = mid + 1
-        else:
-            b = mid
-    return a if a < end else -1
+    """The first demand reference of distinct block ``j`` after reference ``k`` (-1:
+    none): a walk along the block's references from where its last one stopped
+    (``fut.walk``), forward, or back when asked about an earlier ``k``. The oracle asks in
+    trace order, so each block's references are walked once over the whole replay (no
+    references grouped by block to search, which cost a sort of them all)."""
+    n = fut.nxt.shape[0]
+    x = fut.walk[j]
+    while x <= k and fut.nxt[x] < n:
+        x = fut.nxt[x]
+    if k < fut.walk[-1]:  # an earlier k than the last question's (not the oracle's way)
+        while fut.prev[x] > k:
+            x = fut.prev[x]
+    if x != fut.walk[j]:
+        fut.walk[j] = x
+        fut.walk_end[j] = fut.ends[x]
+    fut.walk[-1] = k
+    return x if x > k else -1
 
 
 @njit(nogil=True, _nrt=False)
@@ -1007,14 +1000,13 @@ def wanted(c, fut, key, j, k):
         return -1, -1, -1
     if j < 0:
         return -2, -1, -1
-    x = next_use(fut, j, k)
-    if x < 0:
+    u = next_use(fut, j, k)
+    if u < 0:
         return -2, -1, -1
-    u = fut.occ[x]
     d = demand_limit(fut, u)
     if d < 0:
         return -2, -1, -1
-    return u, d, fut.occ_end[x]
+    return u, d, fut.walk_end[j]
 
 
 # inlined into the engine's loop: a call would copy the whole OracleWorld (some 60 arrays,
