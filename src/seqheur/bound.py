@@ -294,6 +294,17 @@ def belady_runs(ids, nxt, capacity, other, n_ids):
 
 
 @njit(cache=True, nogil=True)
+def longest_reuse(nxt):
+    """The most references from one reference to the next to the same block (0: none)."""
+    n = nxt.shape[0]
+    most = 0
+    for i in range(n):
+        if nxt[i] < n:
+            most = max(most, nxt[i] - i)
+    return most
+
+
+@njit(cache=True, nogil=True)
 def first_references(ids, n_ids):
     """The index of each block's first reference, in reference order."""
     seen = np.zeros(n_ids, np.bool_)
@@ -581,7 +592,11 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
     d = drive_cache_blocks(model, bs) if model is not None else 0
     cons = None
     bel = bel_d = distinct
-    lru = distinct if lru_cache is None else int(C.lru_misses(rf, rb, lru_cache))
+    lru = distinct  # every block missed once: a cache that holds them all
+    if lru_cache is not None and longest_reuse(nxt) > cap:
+        # else every re-reference comes at most C references after the last one to its
+        # block, so fewer than C other blocks were touched in between: an LRU hit
+        lru = int(C.lru_misses(rf, rb, lru_cache))
     if lru == distinct and references:
         # LRU misses each block once (so does any cache holding every block), so MIN (never
         # more misses than LRU, never fewer than the distinct blocks) does, with this cache
