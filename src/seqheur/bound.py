@@ -480,14 +480,16 @@ def disk_bound(model: Any, sizes: np.ndarray, ufile: np.ndarray, ublock: np.ndar
     bs = int(block_size)
     sizes = np.asarray(sizes, np.int64)
     place = model.place(np.maximum(sizes, 1))
-    blen = np.minimum(bs, sizes[ufile] - ublock * bs).astype(np.int64)
+    blen = np.minimum(bs, sizes[ufile] - ublock * bs)
     ext = int(model.layout.extent_bytes)
     cap = ufile.size * (1 if ext == 0 else bs // ext + 2)
     addr, ln = np.empty(cap, np.int64), np.empty(cap, np.int64)
     base, owner = np.empty(cap, np.int64), np.empty(cap, np.int64)
-    m = _block_pieces(ufile.astype(np.int64), ublock.astype(np.int64), blen, np.int64(bs),
-                      place.ext_first, place.ext_base, np.int64(place.extent_bytes), addr, ln,
-                      base, owner)
+    # (no copies of arrays that are int64 already)
+    m = _block_pieces(np.ascontiguousarray(ufile, np.int64),
+                      np.ascontiguousarray(ublock, np.int64), np.ascontiguousarray(blen, np.int64),
+                      np.int64(bs), place.ext_first, place.ext_base, np.int64(place.extent_bytes),
+                      addr, ln, base, owner)
     addr, ln, base, owner = addr[:m], ln[:m], base[:m], owner[:m]
     # 1. transfer, each piece at the fastest zone a read covering it may start in
     ra = int(model.iparams[2])
