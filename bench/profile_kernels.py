@@ -3,6 +3,7 @@
     python bench/profile_kernels.py replay [--requests N] [--profile ide-7200|none]
     python bench/profile_kernels.py disk
     python bench/profile_kernels.py nfsdump [--lines N]
+    python bench/profile_kernels.py oracle [--requests N]   (the oracle's replay in bound)
 
 perf (Debian ``linux-perf``) samples the process; numba's JIT code has no symbols, so after
 the warm-up this script writes ``/tmp/perf-PID.map`` (perf's map format for JIT code) from the
@@ -194,7 +195,35 @@ def _nfsdump(args) -> list:
     return [disps, run]
 
 
-WORKLOADS = {"replay": _replay, "disk": _disk, "nfsdump": _nfsdump}
+def _oracle(args) -> list:
+    """The oracle's replay as ``seqheur bound`` makes it, on bench_bound.py's workload."""
+    import numpy as np
+
+    from seqheur import workloads
+    from seqheur.disk.model import service_kernel
+    from seqheur.oracle import OracleReplayer, future_of, gap_blocks_of
+    from seqheur.replay import observed_file_sizes
+    from seqheur.streams import reads
+
+    stream = reads(workloads.paper(32, args.requests * 8 / 1024, 8, 0.06, seed=1))
+    sizes = np.asarray(observed_file_sizes(stream), np.int64)
+    profile = None if args.profile == "none" else args.profile
+    bs = 16384
+
+    def run():
+        from seqheur.disk.model import DiskModel, Layout
+
+        model = DiskModel.from_profile(profile, Layout()) if profile else None
+        fut = future_of(stream, sizes, bs, (256 << 20) // bs, gap_blocks_of(model, bs))
+        rp = OracleReplayer(stream.file_ids, fut, block_size=bs, cache=256 << 20,
+                            profile=profile, file_sizes=sizes, per_request=False)
+        rp.feed(stream)
+        return rp
+    warm = run()
+    return [[warm._run] + ([service_kernel] if profile else []), run]
+
+
+WORKLOADS = {"replay": _replay, "disk": _disk, "nfsdump": _nfsdump, "oracle": _oracle}
 
 
 def child(args) -> None:

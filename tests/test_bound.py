@@ -13,13 +13,15 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import seqheur
-from seqheur.bound import belady, bound, distance_cost
+from seqheur.bound import belady, bound, demand_refs, distance_cost
 from seqheur.cli import cli
 from seqheur.errors import SpecError
 from seqheur.heuristics.registry import DETECTORS
 from seqheur.readahead import POLICIES, parse_policy
 from seqheur.replay import observed_file_sizes
 from seqheur.streams import ReadStream
+
+from floatcmp import SUMMARY_REL, assert_tree_close
 
 K4, K8 = 4096, 8192
 DEMO = "traces/demo-v3.pcap.gz"
@@ -109,6 +111,57 @@ def test_belady_and_lru_against_brute_force_on_a_stream() -> None:
     assert r["demand_blocks"] == len(refs)
     assert r["belady_misses"] == min_misses_brute(refs, 3)
     assert r["lru_misses"] == lru_brute(refs, 3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(s=streams(), blocks=st.sampled_from([1, 2, 3, 5, 8, 64]))
+# a re-reference C + 1 references on, the C between distinct: an LRU miss (and MIN's)
+@example(s=ReadStream.from_arrays([0, 1, 2, 0], [0] * 4, [16384] * 4), blocks=2)
+@example(s=ReadStream.from_arrays([0, 1, 0, 2, 1], [0] * 5, [16384] * 5), blocks=2)
+def test_lru_and_min_shortcuts_against_brute_force(s: ReadStream, blocks: int) -> None:
+    """bound skips the LRU run when every re-reference comes within C references of the
+    last one to its block, and the MIN run when LRU misses each block once: both answers
+    (and conservative's fetches, MIN's misses) against plain LRU and MIN."""
+    bs = 16384
+    sizes = observed_file_sizes(s)
+    r = bound(s, cache=blocks * bs, profile=None, block_size=bs, file_sizes=sizes,
+              oracle=False)
+    rf, rb = demand_refs(s, sizes, bs)
+    refs = (rf * (1 << 32) + rb).tolist()
+    assert r["lru_misses"] == lru_brute(refs, blocks)
+    assert r["belady_misses"] == r["conservative_fetches"] == min_misses_brute(refs, blocks)
+
+
+def _paper_trace() -> ReadStream:
+    from seqheur import workloads
+    from seqheur.streams import reads
+
+    return reads(workloads.paper(8, 5000 * 8 / 1024, 8, 0.15, seed=1))
+
+
+@settings(max_examples=40, deadline=None)
+@given(s=streams(), blocks=st.sampled_from([2, 4, 16, 1024]),
+       profile=st.sampled_from(["ide-7200", "scsi-10k:start=0.75"]))
+# the paper's workload, 8 readers, 5000 READs, 15% reordered: long enough for the window
+# to move with adds pending in it, and for that to matter
+@example(s=_paper_trace(), blocks=16, profile="ide-7200")
+def test_oracle_same_with_a_tiny_pending_window(s: ReadStream, blocks: int,
+                                                profile: str) -> None:
+    """The oracle's slack tree covers a window of positions that grows and moves with the
+    trace: started at 2 positions (so it grows and moves often), every result is the same
+    (the counts exactly: the same reads chosen)."""
+    import seqheur.oracle as O
+
+    kw = dict(cache=blocks * 16384, profile=profile, file_sizes=observed_file_sizes(s),
+              references=False)
+    wide = bound(s, **kw)
+    first = O.FIRST_WINDOW
+    O.FIRST_WINDOW = 2
+    try:
+        tiny = bound(s, **kw)
+    finally:
+        O.FIRST_WINDOW = first
+    assert_tree_close(tiny, wide, rel=SUMMARY_REL)
 
 
 def _policy_specs() -> list[str]:

@@ -94,27 +94,45 @@ _ALIGN = 4096  # the disk model's file alignment (DiskModel.place)
 # the demand reference sequence
 
 
+def block_shift(block_size: int) -> int:
+    """log2 of a block size that is a power of two, else -1 (for :func:`block_span`)."""
+    bs = int(block_size)
+    return bs.bit_length() - 1 if bs > 0 and bs & (bs - 1) == 0 else -1
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def block_span(off, cnt, bs, shift):
+    """The first and last block of bytes off..off+cnt-1 (cnt > 0): by shifts when the block
+    size is a power of two (``shift`` >= 0, :func:`block_shift`; the same floor), as a
+    division by a run-time value costs tens of cycles, most of a pass over the READs."""
+    if shift >= 0:
+        return off >> shift, (off + cnt - 1) >> shift
+    return off // bs, (off + cnt - 1) // bs
+
+
 @njit(cache=True, nogil=True)
-def _count_refs(file, offset, count, sizes, bs):
+def _count_refs(file, offset, count, sizes, bs, shift):
     n = 0
     for i in range(file.shape[0]):
         size = sizes[file[i]]
         off = offset[i]
         cnt = min(np.int64(count[i]), size - off)
         if cnt > 0:
-            n += (off + cnt - 1) // bs - off // bs + 1
+            lo, hi = block_span(off, cnt, bs, shift)
+            n += hi - lo + 1
     return n
 
 
 @njit(cache=True, nogil=True)
-def _fill_refs(file, offset, count, sizes, bs, out_file, out_block):
+def _fill_refs(file, offset, count, sizes, bs, shift, out_file, out_block):
     k = 0
     for i in range(file.shape[0]):
         f = file[i]
         off = offset[i]
         cnt = min(np.int64(count[i]), sizes[f] - off)
         if cnt > 0:
-            for b in range(off // bs, (off + cnt - 1) // bs + 1):
+            lo, hi = block_span(off, cnt, bs, shift)
+            for b in range(lo, hi + 1):
                 out_file[k] = f
                 out_block[k] = b
                 k += 1
@@ -129,10 +147,11 @@ def demand_refs(stream: ReadStream, sizes: np.ndarray, block_size: int
     count = np.ascontiguousarray(stream.count)
     sizes = np.ascontiguousarray(sizes, dtype=np.int64)
     bs = np.int64(block_size)
-    n = _count_refs(file, offset, count, sizes, bs)
+    shift = np.int64(block_shift(block_size))
+    n = _count_refs(file, offset, count, sizes, bs, shift)
     out_file = np.empty(n, np.int64)
     out_block = np.empty(n, np.int64)
-    _fill_refs(file, offset, count, sizes, bs, out_file, out_block)
+    _fill_refs(file, offset, count, sizes, bs, shift, out_file, out_block)
     return out_file, out_block
 
 
@@ -272,6 +291,31 @@ def belady_runs(ids, nxt, capacity, other, n_ids):
                                                b, i, nxt[i], n)
             second += missed
     return out[:m], second
+
+
+@njit(cache=True, nogil=True)
+def longest_reuse(nxt):
+    """The most references from one reference to the next to the same block (0: none)."""
+    n = nxt.shape[0]
+    most = 0
+    for i in range(n):
+        if nxt[i] < n:
+            most = max(most, nxt[i] - i)
+    return most
+
+
+@njit(cache=True, nogil=True)
+def first_references(ids, n_ids):
+    """The index of each block's first reference, in reference order."""
+    seen = np.zeros(n_ids, np.bool_)
+    out = np.empty(n_ids, np.int64)
+    m = 0
+    for i in range(ids.shape[0]):
+        if not seen[ids[i]]:
+            seen[ids[i]] = True
+            out[m] = i
+            m += 1
+    return out[:m]
 
 
 @njit(cache=True, nogil=True)
@@ -436,14 +480,16 @@ def disk_bound(model: Any, sizes: np.ndarray, ufile: np.ndarray, ublock: np.ndar
     bs = int(block_size)
     sizes = np.asarray(sizes, np.int64)
     place = model.place(np.maximum(sizes, 1))
-    blen = np.minimum(bs, sizes[ufile] - ublock * bs).astype(np.int64)
+    blen = np.minimum(bs, sizes[ufile] - ublock * bs)
     ext = int(model.layout.extent_bytes)
     cap = ufile.size * (1 if ext == 0 else bs // ext + 2)
     addr, ln = np.empty(cap, np.int64), np.empty(cap, np.int64)
     base, owner = np.empty(cap, np.int64), np.empty(cap, np.int64)
-    m = _block_pieces(ufile.astype(np.int64), ublock.astype(np.int64), blen, np.int64(bs),
-                      place.ext_first, place.ext_base, np.int64(place.extent_bytes), addr, ln,
-                      base, owner)
+    # (no copies of arrays that are int64 already)
+    m = _block_pieces(np.ascontiguousarray(ufile, np.int64),
+                      np.ascontiguousarray(ublock, np.int64), np.ascontiguousarray(blen, np.int64),
+                      np.int64(bs), place.ext_first, place.ext_base, np.int64(place.extent_bytes),
+                      addr, ln, base, owner)
     addr, ln, base, owner = addr[:m], ln[:m], base[:m], owner[:m]
     # 1. transfer, each piece at the fastest zone a read covering it may start in
     ra = int(model.iparams[2])
@@ -544,12 +590,21 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
     rf, rb, uniq, ids, nxt = refs
     distinct = int(uniq.size)
     # one MIN pass gives conservative's fetches (MIN's misses), Belady's misses and those
-    # with the drive's segments added (the re-read term)
+    # with the drive's segments added (the re-read term), unless LRU already tells
     d = drive_cache_blocks(model, bs) if model is not None else 0
     cons = None
     bel = bel_d = distinct
-    if references or (cap is not None and cap < distinct):
-        # a run with every block resident misses each once: not run
+    lru = distinct  # every block missed once: a cache that holds them all
+    if lru_cache is not None and longest_reuse(nxt) > cap:
+        # else every re-reference comes at most C references after the last one to its
+        # block, so fewer than C other blocks were touched in between: an LRU hit
+        lru = int(C.lru_misses(rf, rb, lru_cache))
+    if lru == distinct and references:
+        # LRU misses each block once (so does any cache holding every block), so MIN (never
+        # more misses than LRU, never fewer than the distinct blocks) does, with this cache
+        # or a larger one: its misses are the blocks' first references
+        cons = first_references(ids, distinct)
+    elif references or lru > distinct:
         drive = model is not None and cap is not None and cap + d < distinct
         fetched, bel_d = belady_runs(
             ids, nxt, np.int64(cap if cap is not None else distinct + 1),
@@ -557,7 +612,6 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
         cons = fetched if references else None
         bel = int(fetched.size) if cap is not None else distinct
         bel_d = int(bel_d) if drive else distinct
-    lru = distinct if lru_cache is None else int(C.lru_misses(rf, rb, lru_cache))
     out: dict[str, Any] = {
         "requests": len(stream),
         "demand_blocks": int(rf.size),
