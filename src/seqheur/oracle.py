@@ -142,6 +142,7 @@ class Drive(NamedTuple):
     idle: np.ndarray  # float64[0]: back to back
     out_s: np.ndarray  # float64[1]
     out_f: np.ndarray  # uint8[1]
+    ranges: np.ndarray  # int64[HORIZON, 4]: price_after's reads (file, first, last, touched)
 
 
 def drive_of(model: Any, place: Any) -> Drive:
@@ -150,12 +151,13 @@ def drive_of(model: Any, place: Any) -> Drive:
         z = np.zeros(1, np.int64)
         f = np.zeros(1, np.float64)
         return Drive(0, z, z.copy(), z, z, 1, z, f, f, f, z, f, z.copy(), z.copy(), z.copy(),
-                     np.zeros(0, np.float64), f.copy(), np.zeros(1, np.uint8))
+                     np.zeros(0, np.float64), f.copy(), np.zeros(1, np.uint8),
+                     np.zeros((HORIZON, 4), np.int64))
     st = model.new_state()
     return Drive(1, st, st.copy(), place.ext_first, place.ext_base, int(place.extent_bytes),
                  *model.kernel_args(), np.zeros(1, np.int64), np.zeros(1, np.int64),
                  np.zeros(1, np.int64), np.zeros(0, np.float64), np.zeros(1, np.float64),
-                 np.zeros(1, np.uint8))
+                 np.zeros(1, np.uint8), np.zeros((HORIZON, 4), np.int64))
 
 
 class OracleWorld(NamedTuple):
@@ -686,40 +688,87 @@ def price(dr, f, off, ln, fresh):
     return service_one(dr, dr.trial, f, off, ln)
 
 
+@njit(nogil=True, _nrt=False, inline="always")
+def _read_in(rng, m, fr, b, touched, cap):
+    """Whether block ``b`` of file ``fr`` was read by one of the first ``m`` reads of the
+    look ahead (``rng`` rows: file, first block, last block, blocks touched when read) and
+    fewer than ``cap`` blocks were touched since (so the LRU cache still holds it)."""
+    for i in range(m):
+        if rng[i, 0] == fr and rng[i, 1] <= b and b <= rng[i, 2] and touched - rng[i, 3] <= cap:
+            return True
+    return False
+
+
 @njit(nogil=True, _nrt=False)
 def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
     """Seconds, on the trial drive after the reads priced on it, of what the next
-    ``HORIZON`` READs after READ ``stamp`` would read: each one's blocks that are neither
-    resident nor among file ``f``'s blocks ``lo..hi`` (a candidate's read-ahead), as one
-    read. An estimate of how a candidate leaves the drive for what follows (the oracle's
-    later reads may read ahead, and a tiny cache may lose a resident block first)."""
+    ``HORIZON`` READs after READ ``stamp`` would read, read as the oracle reads: a READ
+    whose blocks are neither resident, nor among file ``f``'s blocks ``lo..hi`` (a
+    candidate's read-ahead), nor read by an earlier READ of the look ahead, reads them as
+    one read together with its own read-ahead: the later blocks of its file that the READs
+    of the look ahead demand, each within ``gap_blocks`` of the last, while it would
+    survive in the cache. An estimate of how a candidate leaves the drive for what follows
+    (the oracle's later reads may take another way, and its read-ahead also serves READs
+    past the look ahead). Residency is counted conservatively: a block resident now, or
+    read in the look ahead, counts as resident only while fewer than the cache's blocks
+    were touched since (it may be the least recently used one)."""
     n = fut.ref0.shape[0]
-    mask = (np.int64(1) << np.int64(C.KEY_SHIFT)) - 1
+    nref = fut.ids.shape[0]
+    shift = np.int64(C.KEY_SHIFT)
+    mask = (np.int64(1) << shift) - 1
+    cap = fut.cache_blocks
+    gap = fut.gap_blocks
+    rng = dr.ranges
+    m = 0
     s = 0.0
-    # blocks touched since (an upper bound on the distinct ones): a block resident now is
-    # counted resident only while fewer than the cache's blocks were (it may be the least
-    # recently used one)
     touched = hi - lo + 1 if hi >= lo else 0
-    for r in range(stamp + 1, min(n, stamp + 1 + HORIZON)):
-        e = fut.ref0[r + 1] if r + 1 < n else fut.ids.shape[0]
+    stop = min(n, stamp + 1 + HORIZON)
+    e_stop = fut.ref0[stop] if stop < n else nref
+    for r in range(stamp + 1, stop):
+        e = fut.ref0[r + 1] if r + 1 < n else nref
         fr = np.int64(-1)
         first = np.int64(-1)
         end = np.int64(-1)
         for x in range(fut.ref0[r], e):
             key = fut.keys[fut.ids[x]]
-            fr = key >> np.int64(C.KEY_SHIFT)
+            fr = key >> shift
             b = key & mask
             touched += 1
             if fr == f and lo <= b and b <= hi:
                 continue
-            if touched <= fut.cache_blocks and C.lookup(c, key) >= 0:
+            if touched <= cap and C.lookup(c, key) >= 0:
+                continue
+            if _read_in(rng, m, fr, b, touched, cap):
                 continue
             if first < 0:
                 first = b
             end = b
-        if first >= 0:
-            s += service_one(dr, dr.trial, fr, first * bsize,
-                             R.op_bytes(first, end - first + 1, bsize, fsize[fr]))
+        if first < 0:
+            continue
+        # the read-ahead: the blocks the later READs of the look ahead demand, passes in
+        # trace order until the read grows no more (a block may fill a gap that an earlier
+        # one was beyond)
+        far = end
+        grown = True
+        while grown:
+            grown = False
+            t2 = touched
+            for x in range(e, e_stop):
+                t2 += 1
+                if t2 - touched >= cap:
+                    break
+                key = fut.keys[fut.ids[x]]
+                b = key & mask
+                if key >> shift == fr and b > far and b - far - 1 <= gap:
+                    far = b
+                    grown = True
+        s += service_one(dr, dr.trial, fr, first * bsize,
+                         R.op_bytes(first, far - first + 1, bsize, fsize[fr]))
+        rng[m, 0] = fr
+        rng[m, 1] = first
+        rng[m, 2] = far
+        rng[m, 3] = touched
+        m += 1
     return s
 
 
@@ -803,15 +852,29 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     # READ priced uses a block that read-ahead could reach, or the next file is near
     to_split = far > last and (near_end or (dr.ip[I_NSEG] > 0 and used_soon(
         fut, stamp, f, far + 1, far + seg // bsize)))
-    if not (to_tail or to_fill or to_split or (far > last and best1 == far and within)):
+    # the read's last block apart: after a read of L bytes the drive reads ahead at most
+    # ``segment - L``, after one block nearly a segment; worth pricing when a READ priced
+    # uses a block that read-ahead could reach
+    to_last = best1 > start and dr.ip[I_NSEG] > 0 and (
+        to_split if best1 == far > last and not near_end else
+        used_soon(fut, stamp, f, best1 + 1, best1 + seg // bsize))
+    if not (to_tail or to_fill or to_split or to_last or (far > last and best1 == far and
+                                                          within)):
         return best1, -1  # one way only
     best2 = -1
     best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1)
-    for way in range(7):
+    for way in range(8):
         e1 = far
         e2 = -1
         lo = last + 1
-        if way == 5 or way == 6:  # over to fill the segment, in one read or apart
+        if way == 7:  # the last block apart
+            if not to_last:
+                continue
+            e1 = best1 - 1
+            e2 = best1
+            if best1 == last:
+                lo = far + 1
+        elif way == 5 or way == 6:  # over to fill the segment, in one read or apart
             if not to_fill:
                 continue
             if way == 5:
