@@ -69,7 +69,8 @@ from numba import njit
 from . import cache as C
 from . import engine as E
 from . import readahead as R
-from .disk.model import I_NSEG, I_SEGBYTES, service_kernel
+from .disk.model import (_NO_EXTENTS, I_NSEG, I_SEGBYTES, S_HDR, extent_address,
+                         service_kernel)
 from .bound import belady_fetches, demand_refs, heap_down, heap_up, next_uses
 from .replay import Replayer
 from .streams import ReadStream
@@ -802,6 +803,46 @@ def used_soon(fut, stamp, f, lo, hi):
 
 
 @njit(nogil=True, _nrt=False)
+def _first_jump(dr, f, bsize, lo, hi):
+    """The block before the first of file ``f``'s blocks lo..hi that starts an extent not
+    lying right after the previous one on the disk (a read across it positions), -1: none
+    (a contiguous layout, or extents smaller than a block)."""
+    eb = dr.extent_bytes
+    if eb == _NO_EXTENTS or eb < bsize:
+        return -1
+    for b in range(lo, hi + 1):
+        off = b * bsize
+        if off % eb == 0:
+            k = off // eb
+            if extent_address(f, k, dr.ext_first, dr.ext_base, eb) != extent_address(
+                    f, k - 1, dr.ext_first, dr.ext_base, eb) + eb:
+                return b - 1
+    return -1
+
+
+@njit(nogil=True, _nrt=False)
+def _held(dr, f, bsize, lo, hi):
+    """The last of file ``f``'s blocks lo..hi such that one drive segment holds lo up to it
+    (within one extent), when that is not all of them; -1: none."""
+    nseg = dr.ip[I_NSEG]
+    if nseg == 0:
+        return -1
+    eb = dr.extent_bytes
+    off = lo * bsize
+    k = np.int64(0) if eb == _NO_EXTENTS else off // eb
+    addr = extent_address(f, k, dr.ext_first, dr.ext_base, eb) + off - k * eb
+    top = hi if eb == _NO_EXTENTS else min(hi, ((k + 1) * eb) // bsize - 1)
+    held = np.int64(-1)
+    st = dr.state
+    for g in range(nseg):
+        a = st[S_HDR + g]
+        e = st[S_HDR + nseg + g]
+        if a >= 0 and a <= addr and addr + bsize <= e:
+            held = max(held, min(top, lo + (e - addr) // bsize - 1))
+    return held if held < hi else -1
+
+
+@njit(nogil=True, _nrt=False)
 def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, latest):
     """How to read blocks start..last of file ``f`` (a READ's misses) with the read-ahead
     last + 1..far (``latest``: the last use of a block of it): (end1, end2), one read
@@ -854,20 +895,41 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
         fut, stamp, f, far + 1, far + seg // bsize)))
     # the read's last block apart: after a read of L bytes the drive reads ahead at most
     # ``segment - L``, after one block nearly a segment; worth pricing when a READ priced
-    # uses a block that read-ahead could reach
-    to_last = best1 > start and dr.ip[I_NSEG] > 0 and (
-        to_split if best1 == far > last and not near_end else
-        used_soon(fut, stamp, f, best1 + 1, best1 + seg // bsize))
-    if not (to_tail or to_fill or to_split or to_last or (far > last and best1 == far and
-                                                          within)):
+    # uses a block that read-ahead could reach; and when it is the file's partial last
+    # block, which read alone is read whole, ending past the file (maybe where another
+    # file's blocks start)
+    to_last = best1 > start and ((best1 == tail and eof % bsize != 0) or (
+        dr.ip[I_NSEG] > 0 and (to_split if best1 == far > last and not near_end else
+                               used_soon(fut, stamp, f, best1 + 1, best1 + seg // bsize))))
+    # on a fragmented layout, the read-ahead up to the first extent the head cannot stream
+    # into (the rest read at a later miss, perhaps streaming on from another file's extent)
+    cut = _first_jump(dr, f, bsize, last + 1, far) if best1 == far > last else -1
+    # the blocks a drive segment holds apart (a hit), the rest in a read of its own: a
+    # read is a hit only when a segment holds all of it
+    held = _held(dr, f, bsize, start, best1)
+    if not (to_tail or to_fill or to_split or to_last or cut >= 0 or held >= 0 or (
+            far > last and best1 == far and within)):
         return best1, -1  # one way only
     best2 = -1
     best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1)
-    for way in range(8):
+    for way in range(10):
         e1 = far
         e2 = -1
         lo = last + 1
-        if way == 7:  # the last block apart
+        hi = far
+        if way == 9:  # what a drive segment holds, then the rest
+            if held < 0:
+                continue
+            e1 = held
+            e2 = best1
+            if best1 == last:
+                lo = far + 1
+        elif way == 8:  # the read-ahead up to the first extent it jumps to
+            if cut < 0:
+                continue
+            e1 = cut
+            hi = cut
+        elif way == 7:  # the last block apart
             if not to_last:
                 continue
             e1 = best1 - 1
@@ -904,7 +966,7 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
                 continue
             e1 = last
             e2 = tail
-        s = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, e1, e2, lo, far)
+        s = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, e1, e2, lo, hi)
         if s < best:
             best = s
             best1 = e1
@@ -1040,9 +1102,10 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                     latest = max(latest, pd.undo[i])
                 end1, end2 = choose_reads(dr, c, fut, world.fsize, bsize, stamp, f, start,
                                           last, far, eof_blk, latest)
-                if end1 < far and end2 < far:
-                    far = last
-                    kept = 0
+                if end1 < far and end2 < far:  # the read-ahead dropped, or cut short
+                    far = max(last, end1, end2)
+                    while kept > 0 and pd.admitted[kept - 1] > far:
+                        kept -= 1
             if deferred:  # the blocks admitted, then not read, never went in
                 commit(pd, k, kept)
             else:
