@@ -26,14 +26,17 @@ trace order, it
    drive's state at this moment), :func:`choose_reads`: it keeps the read-ahead unless the
    READ's own blocks followed at once by the rest (the best case for stopping) cost less,
    e.g. when the READ's blocks are in the drive's cache and the longer read is not; then
-   it prices that choice together with what the next ``HORIZON`` READs would read
-   (:func:`price_after`) against a few other ways: the read-ahead in a read of its own
+   it prices that choice together with what the next ``HORIZON`` READs would read, as the
+   oracle reads them: with their own read-ahead, the blocks read in the look ahead resident
+   (:func:`price_after`), against a few other ways: the read-ahead in a read of its own
    (room for the drive's read-ahead), reading over to a file's end that is near (the
    drive's read-ahead runs on into the next file; a partial last block read alone ends at
    the next file's start), the demand alone when the READs priced use all the read-ahead,
-   and, with a buffer cache no larger than a drive segment, filling the segment (the
-   drive's cache keeps what the buffer cache cannot). The cheapest is issued: one disk
-   read, or two back to back.
+   with a buffer cache no larger than a drive segment, filling the segment (the drive's
+   cache keeps what the buffer cache cannot), the read's last block apart (room for the
+   drive's read-ahead), the blocks a drive segment holds apart (a hit) and, on a fragmented
+   layout, the read-ahead cut before an extent another read may stream into. The cheapest
+   is issued: one disk read, or two back to back.
 
 *Before the cache would evict it*: the cache is an LRU of ``C`` blocks, so a block inserted
 now survives to its use iff fewer than ``C`` other distinct blocks are touched in between.
@@ -53,10 +56,11 @@ it. A demand block of another reader may be
 pushed out: the oracle does not protect re-references, which Belady-style eviction would.
 
 It is a constructive schedule, not a proven optimum: the look ahead is a greedy estimate
-(the READs after a choice are priced as reads of their missing blocks, without the oracle's
-own later read-ahead), and docs/bound.md lists where a detector still beats it (the drive's
-segment cache and read-ahead reward some read sizes and orders the oracle does not look
-for).
+(the READs after a choice are priced with their read-ahead within the look ahead, but as
+one read each, not by the ways the oracle will choose for them, and blocks count resident
+by a conservative count of the blocks touched), and docs/bound.md lists where a detector
+still beats it (which of its reads the drive's segments keep, beyond the READs looked
+ahead).
 """
 
 from __future__ import annotations
@@ -144,6 +148,8 @@ class Drive(NamedTuple):
     out_s: np.ndarray  # float64[1]
     out_f: np.ndarray  # uint8[1]
     ranges: np.ndarray  # int64[HORIZON, 4]: price_after's reads (file, first, last, touched)
+    ext_prev: np.ndarray  # int64[extents]: the extent that ends where each one starts (-1)
+    ext_file: np.ndarray  # int64[extents]: each extent's file
 
 
 def drive_of(model: Any, place: Any) -> Drive:
@@ -153,12 +159,29 @@ def drive_of(model: Any, place: Any) -> Drive:
         f = np.zeros(1, np.float64)
         return Drive(0, z, z.copy(), z, z, 1, z, f, f, f, z, f, z.copy(), z.copy(), z.copy(),
                      np.zeros(0, np.float64), f.copy(), np.zeros(1, np.uint8),
-                     np.zeros((HORIZON, 4), np.int64))
+                     np.zeros((HORIZON, 4), np.int64), z.copy(), z.copy())
     st = model.new_state()
     return Drive(1, st, st.copy(), place.ext_first, place.ext_base, int(place.extent_bytes),
                  *model.kernel_args(), np.zeros(1, np.int64), np.zeros(1, np.int64),
                  np.zeros(1, np.int64), np.zeros(0, np.float64), np.zeros(1, np.float64),
-                 np.zeros(1, np.uint8), np.zeros((HORIZON, 4), np.int64))
+                 np.zeros(1, np.uint8), np.zeros((HORIZON, 4), np.int64),
+                 *_neighbours(place))
+
+
+def _neighbours(place: Any) -> tuple[np.ndarray, np.ndarray]:
+    """For each extent of ``place``, the extent that ends where it starts on the disk (-1:
+    none), and each extent's file."""
+    base = np.asarray(place.ext_base, np.int64)
+    first = np.asarray(place.ext_first, np.int64)
+    order = np.argsort(base, kind="stable")
+    ranked = base[order]
+    want = base - np.int64(place.extent_bytes)
+    at = np.minimum(np.searchsorted(ranked, want), max(base.size - 1, 0))
+    prev = np.full(base.size, -1, np.int64)
+    if base.size:
+        hit = ranked[at] == want
+        prev[hit] = order[at[hit]]
+    return prev, np.repeat(np.arange(first.size - 1, dtype=np.int64), np.diff(first))
 
 
 class OracleWorld(NamedTuple):
@@ -706,13 +729,14 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
     ``HORIZON`` READs after READ ``stamp`` would read, read as the oracle reads: a READ
     whose blocks are neither resident, nor among file ``f``'s blocks ``lo..hi`` (a
     candidate's read-ahead), nor read by an earlier READ of the look ahead, reads them as
-    one read together with its own read-ahead: the later blocks of its file that the READs
-    of the look ahead demand, each within ``gap_blocks`` of the last, while it would
+    one read together with its own read-ahead: the later READs of its file in the look
+    ahead, whole, each starting within ``gap_blocks`` of the read's end, while they would
     survive in the cache. An estimate of how a candidate leaves the drive for what follows
     (the oracle's later reads may take another way, and its read-ahead also serves READs
-    past the look ahead). Residency is counted conservatively: a block resident now, or
-    read in the look ahead, counts as resident only while fewer than the cache's blocks
-    were touched since (it may be the least recently used one)."""
+    past the look ahead). Residency is estimated: a block resident now, or read in the look
+    ahead, counts as resident only while fewer than the cache's blocks were touched since
+    (distinct blocks first touched after READ ``stamp``: it may be the least recently used
+    one)."""
     n = fut.ref0.shape[0]
     nref = fut.ids.shape[0]
     shift = np.int64(C.KEY_SHIFT)
@@ -724,7 +748,7 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
     s = 0.0
     touched = hi - lo + 1 if hi >= lo else 0
     stop = min(n, stamp + 1 + HORIZON)
-    e_stop = fut.ref0[stop] if stop < n else nref
+    k0 = (fut.ref0[stamp + 1] if stamp + 1 < n else nref) - 1  # READ stamp's last reference
     for r in range(stamp + 1, stop):
         e = fut.ref0[r + 1] if r + 1 < n else nref
         fr = np.int64(-1)
@@ -734,7 +758,8 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
             key = fut.keys[fut.ids[x]]
             fr = key >> shift
             b = key & mask
-            touched += 1
+            if fut.prev[x] <= k0:  # a block not touched since READ stamp
+                touched += 1
             if fr == f and lo <= b and b <= hi:
                 continue
             if touched <= cap and C.lookup(c, key) >= 0:
@@ -746,23 +771,24 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
             end = b
         if first < 0:
             continue
-        # the read-ahead: the blocks the later READs of the look ahead demand, passes in
-        # trace order until the read grows no more (a block may fill a gap that an earlier
-        # one was beyond)
+        # the read-ahead: the later READs of the look ahead of this file, each read whole
+        # when it starts within gap_blocks of the read's end and its last block would
+        # survive in the cache until its use (as the oracle reads ahead: it stops where a
+        # READ would be served in part)
         far = end
-        grown = True
-        while grown:
-            grown = False
-            t2 = touched
-            for x in range(e, e_stop):
-                t2 += 1
-                if t2 - touched >= cap:
-                    break
-                key = fut.keys[fut.ids[x]]
-                b = key & mask
-                if key >> shift == fr and b > far and b - far - 1 <= gap:
-                    far = b
-                    grown = True
+        since = 0  # distinct blocks touched after READ r, up to r2
+        for r2 in range(r + 1, stop):
+            a2 = fut.ref0[r2]
+            e2 = fut.ref0[r2 + 1] if r2 + 1 < n else nref
+            for x in range(a2, e2):
+                if fut.prev[x] < fut.ref0[r]:
+                    since += 1
+            if since >= cap:
+                break
+            if e2 > a2 and fut.rfile[r2] == fr:
+                b2 = fut.keys[fut.ids[e2 - 1]] & mask
+                if b2 > far and (fut.keys[fut.ids[a2]] & mask) - far - 1 <= gap:
+                    far = b2
         s += service_one(dr, dr.trial, fr, first * bsize,
                          R.op_bytes(first, far - first + 1, bsize, fsize[fr]))
         rng[m, 0] = fr
@@ -803,10 +829,13 @@ def used_soon(fut, stamp, f, lo, hi):
 
 
 @njit(nogil=True, _nrt=False)
-def _first_jump(dr, f, bsize, lo, hi):
+def _first_jump(dr, fut, stamp, f, bsize, lo, hi):
     """The block before the first of file ``f``'s blocks lo..hi that starts an extent not
-    lying right after the previous one on the disk (a read across it positions), -1: none
-    (a contiguous layout, or extents smaller than a block)."""
+    lying right after the previous one on the disk (a read across it positions), when the
+    extent just before that one on the disk holds blocks that one of the ``HORIZON`` READs
+    after READ ``stamp`` demands (reading those, the head or the drive's read-ahead streams
+    on into it); -1: none (a contiguous layout, extents smaller than a block, or no such
+    extent)."""
     eb = dr.extent_bytes
     if eb == _NO_EXTENTS or eb < bsize:
         return -1
@@ -816,7 +845,15 @@ def _first_jump(dr, f, bsize, lo, hi):
             k = off // eb
             if extent_address(f, k, dr.ext_first, dr.ext_base, eb) != extent_address(
                     f, k - 1, dr.ext_first, dr.ext_base, eb) + eb:
-                return b - 1
+                g = dr.ext_first[f] + k
+                if g >= dr.ext_first[f + 1] or dr.ext_prev[g] < 0:
+                    return -1
+                p = dr.ext_prev[g]
+                fp = dr.ext_file[p]
+                kp = p - dr.ext_first[fp]
+                if used_soon(fut, stamp, fp, kp * eb // bsize, ((kp + 1) * eb - 1) // bsize):
+                    return b - 1
+                return -1
     return -1
 
 
@@ -865,7 +902,17 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     * with a buffer cache no larger than one of the drive's segments, when a READ priced
       uses a block past the read-ahead that the segment would hold: filling the segment
       from the READ's first block, in one read or the demand then the rest (the drive's
-      cache keeps what the buffer cache cannot)."""
+      cache keeps what the buffer cache cannot);
+    * the read's last block apart, when a READ priced uses a block the drive's read-ahead
+      after it could reach (after a read of L bytes the drive reads ahead at most
+      ``segment - L``), or when it is the file's partial last block (read alone it is read
+      whole, ending past the file, maybe where another file's blocks start);
+    * the blocks a drive segment holds apart, then the rest (a read is a segment hit only
+      when one segment holds all of it);
+    * on a fragmented layout, the read-ahead cut before the first extent it would position
+      to, when the extent lying just before that one on the disk holds blocks a READ priced
+      demands (reading those, the head or the drive's read-ahead streams on into it; the
+      rest is read at a later miss)."""
     best1 = far
     eof = fsize[f]
     if far > last:
@@ -903,7 +950,7 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
                                used_soon(fut, stamp, f, best1 + 1, best1 + seg // bsize))))
     # on a fragmented layout, the read-ahead up to the first extent the head cannot stream
     # into (the rest read at a later miss, perhaps streaming on from another file's extent)
-    cut = _first_jump(dr, f, bsize, last + 1, far) if best1 == far > last else -1
+    cut = _first_jump(dr, fut, stamp, f, bsize, last + 1, far) if best1 == far > last else -1
     # the blocks a drive segment holds apart (a hit), the rest in a read of its own: a
     # read is a hit only when a segment holds all of it
     held = _held(dr, f, bsize, start, best1)
