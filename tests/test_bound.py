@@ -190,15 +190,15 @@ BEATEN = dict(s=ReadStream.from_arrays(
 
 # Counterexamples pinned before, which the oracle now wins: four files on scsi-10k, a
 # 3-block cache, where policy `none` beat it by 6.3%, its reads leaving the drive's segments
-# holding what later READs asked for (the look ahead now prices the READs after a choice as
-# the oracle reads them: with their read-ahead, the blocks read in it resident); and four
+# holding what later READs asked for (the look ahead now prices the READs after a choice
+# with the blocks read in it resident, and prices the read's last block apart); and four
 # files on the fragmented layout (64 KiB extents), a 64-block cache, where `always` beat it
 # by 14.2%, reading the rest of a file later, streaming on from another file's extent (the
 # oracle now also prices its read-ahead cut at the first extent it would jump to); and four
 # files on scsi-10k in its inner zones, a 16-block cache, where `none` beat it by 3.5%,
 # its shorter reads leaving a segment holding a block a READ asked for 14 READs later (the
-# look ahead now reads a later READ whole with its read-ahead, as the oracle does, and
-# counts the distinct blocks touched, not the references).
+# look ahead now counts the distinct blocks touched, not the references, and the blocks read
+# in it resident; the blocks a segment holds read apart).
 SEGMENTS = dict(s=ReadStream.from_arrays(
     [0, 1, 0, 0, 0, 0, 1, 1, 0, 2, 2, 2, 3, 3, 3, 1, 1, 1, 3, 0, 0, 0, 3, 1, 3, 0, 1, 2, 1, 1],
     [25088, 0, 16896, 49664, 4248064, 8446464, 0, 0, 8446976, 0, 25600, 0, 0, 8192, 16384, 0,

@@ -26,9 +26,9 @@ trace order, it
    drive's state at this moment), :func:`choose_reads`: it keeps the read-ahead unless the
    READ's own blocks followed at once by the rest (the best case for stopping) cost less,
    e.g. when the READ's blocks are in the drive's cache and the longer read is not; then
-   it prices that choice together with what the next ``HORIZON`` READs would read, as the
-   oracle reads them: with their own read-ahead, the blocks read in the look ahead resident
-   (:func:`price_after`), against a few other ways: the read-ahead in a read of its own
+   it prices that choice together with what the next ``HORIZON`` READs would read (the
+   blocks read in the look ahead resident for the READs after them, :func:`price_after`)
+   against a few other ways: the read-ahead in a read of its own
    (room for the drive's read-ahead), reading over to a file's end that is near (the
    drive's read-ahead runs on into the next file; a partial last block read alone ends at
    the next file's start), the demand alone when the READs priced use all the read-ahead,
@@ -56,9 +56,9 @@ it. A demand block of another reader may be
 pushed out: the oracle does not protect re-references, which Belady-style eviction would.
 
 It is a constructive schedule, not a proven optimum: the look ahead is a greedy estimate
-(the READs after a choice are priced with their read-ahead within the look ahead, but as
-one read each, not by the ways the oracle will choose for them, and blocks count resident
-by a conservative count of the blocks touched), and docs/bound.md lists where a detector
+(the READs after a choice are priced as reads of their missing blocks, without the
+oracle's own later read-ahead and ways, and blocks count resident by a count of the
+distinct blocks touched), and docs/bound.md lists where a detector
 still beats it (which of its reads the drive's segments keep, beyond the READs looked
 ahead).
 """
@@ -726,23 +726,18 @@ def _read_in(rng, m, fr, b, touched, cap):
 @njit(nogil=True, _nrt=False)
 def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
     """Seconds, on the trial drive after the reads priced on it, of what the next
-    ``HORIZON`` READs after READ ``stamp`` would read, read as the oracle reads: a READ
-    whose blocks are neither resident, nor among file ``f``'s blocks ``lo..hi`` (a
-    candidate's read-ahead), nor read by an earlier READ of the look ahead, reads them as
-    one read together with its own read-ahead: the later READs of its file in the look
-    ahead, whole, each starting within ``gap_blocks`` of the read's end, while they would
-    survive in the cache. An estimate of how a candidate leaves the drive for what follows
-    (the oracle's later reads may take another way, and its read-ahead also serves READs
-    past the look ahead). Residency is estimated: a block resident now, or read in the look
-    ahead, counts as resident only while fewer than the cache's blocks were touched since
-    (distinct blocks first touched after READ ``stamp``: it may be the least recently used
-    one)."""
+    ``HORIZON`` READs after READ ``stamp`` would read: each one's blocks that are neither
+    resident, nor among file ``f``'s blocks ``lo..hi`` (a candidate's read-ahead), nor read
+    by an earlier READ of the look ahead, as one read. An estimate of how a candidate
+    leaves the drive for what follows (the oracle's later reads may read ahead, or take
+    another way). A block resident now, or read in the look ahead, counts as resident only
+    while fewer than the cache's blocks were touched since (distinct blocks first touched
+    after READ ``stamp``: it may be the least recently used one)."""
     n = fut.ref0.shape[0]
     nref = fut.ids.shape[0]
     shift = np.int64(C.KEY_SHIFT)
     mask = (np.int64(1) << shift) - 1
     cap = fut.cache_blocks
-    gap = fut.gap_blocks
     rng = dr.ranges
     m = 0
     s = 0.0
@@ -771,29 +766,11 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
             end = b
         if first < 0:
             continue
-        # the read-ahead: the later READs of the look ahead of this file, each read whole
-        # when it starts within gap_blocks of the read's end and its last block would
-        # survive in the cache until its use (as the oracle reads ahead: it stops where a
-        # READ would be served in part)
-        far = end
-        since = 0  # distinct blocks touched after READ r, up to r2
-        for r2 in range(r + 1, stop):
-            a2 = fut.ref0[r2]
-            e2 = fut.ref0[r2 + 1] if r2 + 1 < n else nref
-            for x in range(a2, e2):
-                if fut.prev[x] < fut.ref0[r]:
-                    since += 1
-            if since >= cap:
-                break
-            if e2 > a2 and fut.rfile[r2] == fr:
-                b2 = fut.keys[fut.ids[e2 - 1]] & mask
-                if b2 > far and (fut.keys[fut.ids[a2]] & mask) - far - 1 <= gap:
-                    far = b2
         s += service_one(dr, dr.trial, fr, first * bsize,
-                         R.op_bytes(first, far - first + 1, bsize, fsize[fr]))
+                         R.op_bytes(first, end - first + 1, bsize, fsize[fr]))
         rng[m, 0] = fr
         rng[m, 1] = first
-        rng[m, 2] = far
+        rng[m, 2] = end
         rng[m, 3] = touched
         m += 1
     return s
