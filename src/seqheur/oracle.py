@@ -28,10 +28,10 @@ trace order, it
    e.g. when the READ's blocks are in the drive's cache and the longer read is not; then
    it prices that choice together with what the next ``HORIZON`` READs would read (the
    blocks read in the look ahead resident for the READs after them, :func:`price_after`)
-   against a few other ways: the read-ahead in a read of its own
-   (room for the drive's read-ahead), reading over to a file's end that is near (the
-   drive's read-ahead runs on into the next file; a partial last block read alone ends at
-   the next file's start), the demand alone when the READs priced use all the read-ahead,
+   against a few other ways: the read-ahead in a read of its own (room for the drive's
+   read-ahead), reading over to a file's end that is near (the drive's read-ahead runs on
+   into the next file; a partial last block read alone ends at the next file's start),
+   the demand alone when the READs priced use all the read-ahead,
    with a buffer cache no larger than a drive segment, filling the segment (the drive's
    cache keeps what the buffer cache cannot), the read's last block apart (room for the
    drive's read-ahead), the blocks a drive segment holds apart (a hit) and, on a fragmented
@@ -58,9 +58,8 @@ pushed out: the oracle does not protect re-references, which Belady-style evicti
 It is a constructive schedule, not a proven optimum: the look ahead is a greedy estimate
 (the READs after a choice are priced as reads of their missing blocks, without the
 oracle's own later read-ahead and ways, and blocks count resident by a count of the
-distinct blocks touched), and docs/bound.md lists where a detector
-still beats it (which of its reads the drive's segments keep, beyond the READs looked
-ahead).
+distinct blocks touched), and docs/bound.md lists where a detector still beats it (which
+of its reads the drive's segments keep, beyond the READs looked ahead).
 """
 
 from __future__ import annotations
