@@ -754,7 +754,9 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
             b = key & mask
             if fut.prev[x] <= k0:  # a block not touched since READ stamp
                 touched += 1
-            if fr == f and lo <= b and b <= hi:
+            # a block of the candidate's read-ahead survives to its first use (it was
+            # admitted so), and after it as long as a block resident now does
+            if fr == f and lo <= b and b <= hi and (fut.prev[x] <= k0 or touched <= cap):
                 continue
             if touched <= cap and C.lookup(c, key) >= 0:
                 continue
