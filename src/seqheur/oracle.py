@@ -755,8 +755,10 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
             if fut.prev[x] <= k0:  # a block not touched since READ stamp
                 touched += 1
             # a block of the candidate's read-ahead survives to its first use (it was
-            # admitted so), and after it as long as a block resident now does
-            if fr == f and lo <= b and b <= hi and (fut.prev[x] <= k0 or touched <= cap):
+            # admitted so), and after it while fewer than the cache's blocks were touched
+            # since its last use (fewer references) or since the choice
+            if fr == f and lo <= b and b <= hi and (fut.prev[x] <= k0 or x - fut.prev[x] <= cap
+                                                    or touched <= cap):
                 continue
             if touched <= cap and C.lookup(c, key) >= 0:
                 continue
