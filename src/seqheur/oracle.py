@@ -812,10 +812,10 @@ def used_soon(fut, stamp, f, lo, hi):
 def _first_jump(dr, fut, stamp, f, bsize, lo, hi):
     """The block before the first of file ``f``'s blocks lo..hi that starts an extent not
     lying right after the previous one on the disk (a read across it positions), when the
-    extent just before that one on the disk holds blocks that one of the ``HORIZON`` READs
-    after READ ``stamp`` demands (reading those, the head or the drive's read-ahead streams
-    on into it); -1: none (a contiguous layout, extents smaller than a block, or no such
-    extent)."""
+    extent just before that one on the disk is another file's and holds blocks that one of
+    the ``HORIZON`` READs after READ ``stamp`` demands (reading those, the head or the
+    drive's read-ahead streams on into it); -1: none (a contiguous layout, extents smaller
+    than a block, or no such extent)."""
     eb = dr.extent_bytes
     if eb == _NO_EXTENTS or eb < bsize:
         return -1
@@ -831,7 +831,8 @@ def _first_jump(dr, fut, stamp, f, bsize, lo, hi):
                 p = dr.ext_prev[g]
                 fp = dr.ext_file[p]
                 kp = p - dr.ext_first[fp]
-                if used_soon(fut, stamp, fp, kp * eb // bsize, ((kp + 1) * eb - 1) // bsize):
+                if fp != f and used_soon(fut, stamp, fp, kp * eb // bsize,
+                                         ((kp + 1) * eb - 1) // bsize):
                     return b - 1
                 return -1
     return -1
