@@ -27,7 +27,8 @@ trace order, it
    READ's own blocks followed at once by the rest (the best case for stopping) cost less,
    e.g. when the READ's blocks are in the drive's cache and the longer read is not; then
    it prices that choice together with what the next ``HORIZON`` READs would read (the
-   blocks read in the look ahead resident for the READs after them, :func:`price_after`)
+   blocks read in the look ahead resident for the READs after them, the choice's read-ahead
+   up to its first use and after it while the cache would keep it, :func:`price_after`)
    against a few other ways: the read-ahead in a read of its own (room for the drive's
    read-ahead), reading over to a file's end that is near (the drive's read-ahead runs on
    into the next file; a partial last block read alone ends at the next file's start),
