@@ -194,8 +194,8 @@ BEATEN = dict(s=ReadStream.from_arrays([0, 1, 2], [0, 0, 4194304], [32768, 512, 
 # look ahead now counts the distinct blocks touched, not the references, and the blocks read
 # in it resident; the blocks a segment holds read apart); and four files on scsi-10k in its
 # inner zones, an 8-block cache, where `none` beat it by 2.0%, the oracle's read-ahead
-# counted resident in its look ahead long after its use (now only to its first use, then
-# as any resident block).
+# counted resident in its look ahead long after its use (now surely only to its first use,
+# then while the cache would keep it).
 SEGMENTS = dict(s=ReadStream.from_arrays(
     [0, 1, 0, 0, 0, 0, 1, 1, 0, 2, 2, 2, 3, 3, 3, 1, 1, 1, 3, 0, 0, 0, 3, 1, 3, 0, 1, 2, 1, 1],
     [25088, 0, 16896, 49664, 4248064, 8446464, 0, 0, 8446976, 0, 25600, 0, 0, 8192, 16384, 0,

@@ -732,7 +732,9 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
     leaves the drive for what follows (the oracle's later reads may read ahead, or take
     another way). A block resident now, or read in the look ahead, counts as resident only
     while fewer than the cache's blocks were touched since (distinct blocks first touched
-    after READ ``stamp``: it may be the least recently used one)."""
+    after READ ``stamp``: it may be the least recently used one); a block of ``lo..hi`` up
+    to its first use (it was admitted so), and after it also while fewer references than
+    the cache's blocks come between two of its uses."""
     n = fut.ref0.shape[0]
     nref = fut.ids.shape[0]
     shift = np.int64(C.KEY_SHIFT)
