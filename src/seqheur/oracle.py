@@ -26,14 +26,18 @@ trace order, it
    drive's state at this moment), :func:`choose_reads`: it keeps the read-ahead unless the
    READ's own blocks followed at once by the rest (the best case for stopping) cost less,
    e.g. when the READ's blocks are in the drive's cache and the longer read is not; then
-   it prices that choice together with what the next ``HORIZON`` READs would read
-   (:func:`price_after`) against a few other ways: the read-ahead in a read of its own
-   (room for the drive's read-ahead), reading over to a file's end that is near (the
-   drive's read-ahead runs on into the next file; a partial last block read alone ends at
-   the next file's start), the demand alone when the READs priced use all the read-ahead,
-   and, with a buffer cache no larger than a drive segment, filling the segment (the
-   drive's cache keeps what the buffer cache cannot). The cheapest is issued: one disk
-   read, or two back to back.
+   it prices that choice together with what the next ``HORIZON`` READs would read (the
+   blocks read in the look ahead resident for the READs after them, the choice's read-ahead
+   up to its first use and after it while the cache would keep it, :func:`price_after`)
+   against a few other ways: the read-ahead in a read of its own (room for the drive's
+   read-ahead), reading over to a file's end that is near (the drive's read-ahead runs on
+   into the next file; a partial last block read alone ends at the next file's start),
+   the demand alone when the READs priced use all the read-ahead,
+   with a buffer cache no larger than a drive segment, filling the segment (the drive's
+   cache keeps what the buffer cache cannot), the read's last block apart (room for the
+   drive's read-ahead), the blocks a drive segment holds apart (a hit) and, on a fragmented
+   layout, the read-ahead cut before an extent another read may stream into. The cheapest
+   is issued: one disk read, or two back to back.
 
 *Before the cache would evict it*: the cache is an LRU of ``C`` blocks, so a block inserted
 now survives to its use iff fewer than ``C`` other distinct blocks are touched in between.
@@ -53,10 +57,10 @@ it. A demand block of another reader may be
 pushed out: the oracle does not protect re-references, which Belady-style eviction would.
 
 It is a constructive schedule, not a proven optimum: the look ahead is a greedy estimate
-(the READs after a choice are priced as reads of their missing blocks, without the oracle's
-own later read-ahead), and docs/bound.md lists where a detector still beats it (the drive's
-segment cache and read-ahead reward some read sizes and orders the oracle does not look
-for).
+(the READs after a choice are priced as reads of their missing blocks, without the
+oracle's own later read-ahead and ways, and blocks count resident by a count of the
+distinct blocks touched), and docs/bound.md lists where a detector still beats it (which
+of its reads the drive's segments keep, beyond the READs looked ahead).
 """
 
 from __future__ import annotations
@@ -69,7 +73,8 @@ from numba import njit
 from . import cache as C
 from . import engine as E
 from . import readahead as R
-from .disk.model import I_NSEG, I_SEGBYTES, service_kernel
+from .disk.model import (_NO_EXTENTS, I_NSEG, I_SEGBYTES, S_HDR, extent_address,
+                         service_kernel)
 from .bound import belady_fetches, demand_refs, heap_down, heap_up, next_uses
 from .bound import block_shift, block_span
 from .replay import Replayer
@@ -158,6 +163,9 @@ class Drive(NamedTuple):
     idle: np.ndarray  # float64[0]: back to back
     out_s: np.ndarray  # float64[1]
     out_f: np.ndarray  # uint8[1]
+    ranges: np.ndarray  # int64[HORIZON, 4]: price_after's reads (file, first, last, touched)
+    ext_prev: np.ndarray  # int64[extents]: the extent that ends where each one starts (-1)
+    ext_file: np.ndarray  # int64[extents]: each extent's file
 
 
 def drive_of(model: Any, place: Any) -> Drive:
@@ -166,12 +174,30 @@ def drive_of(model: Any, place: Any) -> Drive:
         z = np.zeros(1, np.int64)
         f = np.zeros(1, np.float64)
         return Drive(0, z, z.copy(), z, z, 1, z, f, f, f, z, f, z.copy(), z.copy(), z.copy(),
-                     np.zeros(0, np.float64), f.copy(), np.zeros(1, np.uint8))
+                     np.zeros(0, np.float64), f.copy(), np.zeros(1, np.uint8),
+                     np.zeros((HORIZON, 4), np.int64), z.copy(), z.copy())
     st = model.new_state()
     return Drive(1, st, st.copy(), place.ext_first, place.ext_base, int(place.extent_bytes),
                  *model.kernel_args(), np.zeros(1, np.int64), np.zeros(1, np.int64),
                  np.zeros(1, np.int64), np.zeros(0, np.float64), np.zeros(1, np.float64),
-                 np.zeros(1, np.uint8))
+                 np.zeros(1, np.uint8), np.zeros((HORIZON, 4), np.int64),
+                 *_neighbours(place))
+
+
+def _neighbours(place: Any) -> tuple[np.ndarray, np.ndarray]:
+    """For each extent of ``place``, the extent that ends where it starts on the disk (-1:
+    none), and each extent's file."""
+    base = np.asarray(place.ext_base, np.int64)
+    first = np.asarray(place.ext_first, np.int64)
+    order = np.argsort(base, kind="stable")
+    ranked = base[order]
+    want = base - np.int64(place.extent_bytes)
+    at = np.minimum(np.searchsorted(ranked, want), max(base.size - 1, 0))
+    prev = np.full(base.size, -1, np.int64)
+    if base.size:
+        hit = ranked[at] == want
+        prev[hit] = order[at[hit]]
+    return prev, np.repeat(np.arange(first.size - 1, dtype=np.int64), np.diff(first))
 
 
 class OracleWorld(NamedTuple):
@@ -818,40 +844,73 @@ def price(dr, f, off, ln, fresh):
     return service_one(dr, dr.trial, f, off, ln)
 
 
+@njit(nogil=True, _nrt=False, inline="always")
+def _read_in(rng, m, fr, b, touched, cap):
+    """Whether block ``b`` of file ``fr`` was read by one of the first ``m`` reads of the
+    look ahead (``rng`` rows: file, first block, last block, blocks touched when read) and
+    fewer than ``cap`` blocks were touched since (so the LRU cache still holds it)."""
+    for i in range(m):
+        if rng[i, 0] == fr and rng[i, 1] <= b and b <= rng[i, 2] and touched - rng[i, 3] <= cap:
+            return True
+    return False
+
+
 @njit(nogil=True, _nrt=False)
 def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
     """Seconds, on the trial drive after the reads priced on it, of what the next
     ``HORIZON`` READs after READ ``stamp`` would read: each one's blocks that are neither
-    resident nor among file ``f``'s blocks ``lo..hi`` (a candidate's read-ahead), as one
-    read. An estimate of how a candidate leaves the drive for what follows (the oracle's
-    later reads may read ahead, and a tiny cache may lose a resident block first)."""
+    resident, nor among file ``f``'s blocks ``lo..hi`` (a candidate's read-ahead), nor read
+    by an earlier READ of the look ahead, as one read. An estimate of how a candidate
+    leaves the drive for what follows (the oracle's later reads may read ahead, or take
+    another way). A block resident now, or read in the look ahead, counts as resident only
+    while fewer than the cache's blocks were touched since (distinct blocks first touched
+    after READ ``stamp``: it may be the least recently used one); a block of ``lo..hi`` up
+    to its first use (it was admitted so), and after it also while fewer references than
+    the cache's blocks come between two of its uses."""
     n = fut.ref0.shape[0]
-    mask = (np.int64(1) << np.int64(C.KEY_SHIFT)) - 1
+    nref = fut.ids.shape[0]
+    shift = np.int64(C.KEY_SHIFT)
+    mask = (np.int64(1) << shift) - 1
+    cap = fut.cache_blocks
+    rng = dr.ranges
+    m = 0
     s = 0.0
-    # blocks touched since (an upper bound on the distinct ones): a block resident now is
-    # counted resident only while fewer than the cache's blocks were (it may be the least
-    # recently used one)
     touched = hi - lo + 1 if hi >= lo else 0
-    for r in range(stamp + 1, min(n, stamp + 1 + HORIZON)):
-        e = fut.ref0[r + 1] if r + 1 < n else fut.ids.shape[0]
+    stop = min(n, stamp + 1 + HORIZON)
+    k0 = (fut.ref0[stamp + 1] if stamp + 1 < n else nref) - 1  # READ stamp's last reference
+    for r in range(stamp + 1, stop):
+        e = fut.ref0[r + 1] if r + 1 < n else nref
         fr = np.int64(-1)
         first = np.int64(-1)
         end = np.int64(-1)
         for x in range(fut.ref0[r], e):
             key = fut.keys[fut.ids[x]]
-            fr = key >> np.int64(C.KEY_SHIFT)
+            fr = key >> shift
             b = key & mask
-            touched += 1
-            if fr == f and lo <= b and b <= hi:
+            if fut.prev[x] <= k0:  # a block not touched since READ stamp
+                touched += 1
+            # a block of the candidate's read-ahead survives to its first use (it was
+            # admitted so), and after it while fewer than the cache's blocks were touched
+            # since its last use (fewer references) or since the choice
+            if fr == f and lo <= b and b <= hi and (fut.prev[x] <= k0 or x - fut.prev[x] <= cap
+                                                    or touched <= cap):
                 continue
-            if touched <= fut.cache_blocks and C.lookup(c, key) >= 0:
+            if touched <= cap and C.lookup(c, key) >= 0:
+                continue
+            if _read_in(rng, m, fr, b, touched, cap):
                 continue
             if first < 0:
                 first = b
             end = b
-        if first >= 0:
-            s += service_one(dr, dr.trial, fr, first * bsize,
-                             R.op_bytes(first, end - first + 1, bsize, fsize[fr]))
+        if first < 0:
+            continue
+        s += service_one(dr, dr.trial, fr, first * bsize,
+                         R.op_bytes(first, end - first + 1, bsize, fsize[fr]))
+        rng[m, 0] = fr
+        rng[m, 1] = first
+        rng[m, 2] = end
+        rng[m, 3] = touched
+        m += 1
     return s
 
 
@@ -885,6 +944,58 @@ def used_soon(fut, stamp, f, lo, hi):
 
 
 @njit(nogil=True, _nrt=False)
+def _first_jump(dr, fut, stamp, f, bsize, lo, hi):
+    """The block before the first of file ``f``'s blocks lo..hi that starts an extent not
+    lying right after the previous one on the disk (a read across it positions), when the
+    extent just before that one on the disk is another file's and holds blocks that one of
+    the ``HORIZON`` READs after READ ``stamp`` demands (reading those, the head or the
+    drive's read-ahead streams on into it); -1: none (a contiguous layout, extents smaller
+    than a block, or no such extent)."""
+    eb = dr.extent_bytes
+    if eb == _NO_EXTENTS or eb < bsize:
+        return -1
+    for b in range(lo, hi + 1):
+        off = b * bsize
+        if off % eb == 0:
+            k = off // eb
+            if extent_address(f, k, dr.ext_first, dr.ext_base, eb) != extent_address(
+                    f, k - 1, dr.ext_first, dr.ext_base, eb) + eb:
+                g = dr.ext_first[f] + k
+                if g >= dr.ext_first[f + 1] or dr.ext_prev[g] < 0:
+                    return -1
+                p = dr.ext_prev[g]
+                fp = dr.ext_file[p]
+                kp = p - dr.ext_first[fp]
+                if fp != f and used_soon(fut, stamp, fp, kp * eb // bsize,
+                                         ((kp + 1) * eb - 1) // bsize):
+                    return b - 1
+                return -1
+    return -1
+
+
+@njit(nogil=True, _nrt=False)
+def _held(dr, f, bsize, lo, hi):
+    """The last of file ``f``'s blocks lo..hi such that one drive segment holds lo up to it
+    (within one extent), when that is not all of them; -1: none."""
+    nseg = dr.ip[I_NSEG]
+    if nseg == 0:
+        return -1
+    eb = dr.extent_bytes
+    off = lo * bsize
+    k = np.int64(0) if eb == _NO_EXTENTS else off // eb
+    addr = extent_address(f, k, dr.ext_first, dr.ext_base, eb) + off - k * eb
+    top = hi if eb == _NO_EXTENTS else min(hi, ((k + 1) * eb) // bsize - 1)
+    held = np.int64(-1)
+    st = dr.state
+    for g in range(nseg):
+        a = st[S_HDR + g]
+        e = st[S_HDR + nseg + g]
+        if a >= 0 and a <= addr and addr + bsize <= e:
+            held = max(held, min(top, lo + (e - addr) // bsize - 1))
+    return held if held < hi else -1
+
+
+@njit(nogil=True, _nrt=False)
 def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, latest):
     """How to read blocks start..last of file ``f`` (a READ's misses) with the read-ahead
     last + 1..far (``latest``: the last use of a block of it): (end1, end2), one read
@@ -907,7 +1018,17 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     * with a buffer cache no larger than one of the drive's segments, when a READ priced
       uses a block past the read-ahead that the segment would hold: filling the segment
       from the READ's first block, in one read or the demand then the rest (the drive's
-      cache keeps what the buffer cache cannot)."""
+      cache keeps what the buffer cache cannot);
+    * the read's last block apart, when a READ priced uses a block the drive's read-ahead
+      after it could reach (after a read of L bytes the drive reads ahead at most
+      ``segment - L``), or when it is the file's partial last block (read alone it is read
+      whole, ending past the file, maybe where another file's blocks start);
+    * the blocks a drive segment holds apart, then the rest (a read is a segment hit only
+      when one segment holds all of it);
+    * on a fragmented layout, the read-ahead cut before the first extent it would position
+      to, when the extent lying just before that one on the disk holds blocks a READ priced
+      demands (reading those, the head or the drive's read-ahead streams on into it; the
+      rest is read at a later miss)."""
     best1 = far
     eof = fsize[f]
     if far > last:
@@ -935,15 +1056,50 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     # READ priced uses a block that read-ahead could reach, or the next file is near
     to_split = far > last and (near_end or (dr.ip[I_NSEG] > 0 and used_soon(
         fut, stamp, f, far + 1, far + seg // bsize)))
-    if not (to_tail or to_fill or to_split or (far > last and best1 == far and within)):
+    # the read's last block apart: after a read of L bytes the drive reads ahead at most
+    # ``segment - L``, after one block nearly a segment; worth pricing when a READ priced
+    # uses a block that read-ahead could reach; and when it is the file's partial last
+    # block, which read alone is read whole, ending past the file (maybe where another
+    # file's blocks start)
+    to_last = best1 > start and ((best1 == tail and eof % bsize != 0) or (
+        dr.ip[I_NSEG] > 0 and (to_split if best1 == far > last and not near_end else
+                               used_soon(fut, stamp, f, best1 + 1, best1 + seg // bsize))))
+    # on a fragmented layout, the read-ahead up to the first extent the head cannot stream
+    # into (the rest read at a later miss, perhaps streaming on from another file's extent)
+    cut = _first_jump(dr, fut, stamp, f, bsize, last + 1, far) if best1 == far > last else -1
+    # the blocks a drive segment holds apart (a hit), the rest in a read of its own: a
+    # read is a hit only when a segment holds all of it
+    held = _held(dr, f, bsize, start, best1)
+    if not (to_tail or to_fill or to_split or to_last or cut >= 0 or held >= 0 or (
+            far > last and best1 == far and within)):
         return best1, -1  # one way only
     best2 = -1
     best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1)
-    for way in range(7):
+    for way in range(10):
         e1 = far
         e2 = -1
         lo = last + 1
-        if way == 5 or way == 6:  # over to fill the segment, in one read or apart
+        hi = far
+        if way == 9:  # what a drive segment holds, then the rest
+            if held < 0:
+                continue
+            e1 = held
+            e2 = best1
+            if best1 == last:
+                lo = far + 1
+        elif way == 8:  # the read-ahead up to the first extent it jumps to
+            if cut < 0:
+                continue
+            e1 = cut
+            hi = cut
+        elif way == 7:  # the last block apart
+            if not to_last:
+                continue
+            e1 = best1 - 1
+            e2 = best1
+            if best1 == last:
+                lo = far + 1
+        elif way == 5 or way == 6:  # over to fill the segment, in one read or apart
             if not to_fill:
                 continue
             if way == 5:
@@ -973,7 +1129,7 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
                 continue
             e1 = last
             e2 = tail
-        s = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, e1, e2, lo, far)
+        s = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, e1, e2, lo, hi)
         if s < best:
             best = s
             best1 = e1
@@ -1110,9 +1266,10 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                     latest = max(latest, pd.undo[i])
                 end1, end2 = choose_reads(dr, c, fut, world.fsize, bsize, stamp, f, start,
                                           last, far, eof_blk, latest)
-                if end1 < far and end2 < far:
-                    far = last
-                    kept = 0
+                if end1 < far and end2 < far:  # the read-ahead dropped, or cut short
+                    far = max(last, end1, end2)
+                    while kept > 0 and pd.admitted[kept - 1] > far:
+                        kept -= 1
             if deferred:  # the blocks admitted, then not read, never went in
                 commit(pd, k, kept)
             else:
