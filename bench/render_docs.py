@@ -119,7 +119,23 @@ kernels; sampling starts after the warm-up). What it found so far, and what was 
   it asks, not precomputed per reference; its slack tree is not updated at a block's use,
   never pushes adds down, has 16-byte nodes with the waiting counts, and takes the blocks a
   read admits in use order in one rebuild; the distinct blocks are numbered by marking the
-  files' blocks instead of sorting.
+  files' blocks instead of sorting. Session 8 (2026-11-26, CPU seconds per phase, least of 5,
+  the revision before and this one in turns, identical results on 677 cases;
+  `bench/bound_phases.py`; docs/bound.md "Speed"): 5.6x -> 3.4x (4.8x -> 2.5x without the
+  reference schedules). The oracle's serve step is inlined into the engine's loop (a call
+  copied its whole state for every READ: -26 %), its slack tree covers a window of
+  reference positions (2 MB instead of 64 MB at 2 M READs; the same time here, less
+  memory), a read's blocks are committed in one walk of the tree; a READ's blocks are found
+  by shifts when the block size is a power of two; MIN and LRU are not run when a cheap pass
+  proves their answer (every re-reference within C references of the one before: LRU misses
+  are the distinct blocks, and so are MIN's, its fetches the first references). These two
+  shortcuts apply to the benchmark's trace (a 256 MiB cache holds every block it reuses)
+  and not to a trace that re-reads blocks after more than C references, where both still
+  run. `bench/bench_bound.py` after it, on the quiet machine (section *bound* below): 3.42x
+  one replay, 2.51x without the reference schedules. What is left: the oracle's replay is
+  1.9x a replay (its tree questions and commits wait on memory), and the reference
+  schedules cost 0.85x a replay, most of it the disk model's run over aggressive's ~1 M
+  one-block reads; 3x with them needs that run sampled or the oracle's bookkeeping cheaper.
 * Session 5, the closed-loop timing model (target: it adds at most 30 % to the full replay;
   the replay section's figure "full + closed-loop timing against full"). Measured 2026-11-26
   with `bench/ab_timing.py --speed 3` (2 M READs of the replay benchmark's stream, base
@@ -176,6 +192,22 @@ kernels; sampling starts after the warm-up). What it found so far, and what was 
   machine; section *replay* below): `full` 11.5 M READs/s, `full+closed-loop` 5.15, a ratio
   of 0.447 against the target's 0.77 (0.41 before): at 20 M READs the model adds 124 % (at
   2 M, 74 %). The target stays missed; the figures above say where the time goes.
+  Third pass, at 20 M READs (2026-11-26; docs/timing.md "Speed" has the A/B runs): half of
+  what the model added there was the kernel zeroing fresh pages. numpy asks for transparent
+  huge pages (`madvise`) for arrays of 4 MiB and more, and on this VM (huge pages only on
+  request) fresh huge pages cost far more system time than small ones: the READs' issue and
+  completion times (2 x 160 MB) and the replay's record of the disk reads are now allocated
+  by numba (small pages), and the state of the disk reads in flight lives in a ring of 65,536
+  places instead of five arrays of every read (125 MB). Child processes of the revision
+  before and this one in turns, fresh replays, medians of 6: the model's run 1.83-1.88 ->
+  1.16-1.17 s of CPU (system time 0.90 -> 0.17-0.20 s), what the model adds 2.14-2.17 ->
+  1.44-1.52 s; at 2 M READs, +5 ms (the ring's index arithmetic). Results identical
+  (`bench/ab_timing.py`, every case and spec). `bench/bench_replay.py` after it, quiet
+  machine: `full` 11.9 M READs/s, `full+closed-loop` 6.3: a ratio of 0.53 (the model adds
+  89 % at 20 M READs) against the target's 0.77. Still missed: the event loop's own ~45 ns a
+  READ is more than the 30 % budget (~26 ns a READ); reaching it needs a redesign (the READs
+  the cache served, with nothing of theirs in flight, run in a tight pass between disk
+  events; latencies counted as the loop writes them).
 * Session 6, linux-6 against linux-3.12 (target: within 1.3x, a speed ratio >= 0.77). perf
   showed `filemap_read`, called once per READ, taking the whole replay state (~150 machine
   words) on the stack; inlined into the serve step (cold compile of a linux-6 loop 32 -> 38 s
