@@ -21,12 +21,21 @@ from seqheur import workloads
 from seqheur.streams import reads
 
 
+#: The cache, disk and file sizes of the replay and of ``bound`` (bound_phases.py too).
+COMMON = dict(cache="256MiB", profile="ide-7200", file_sizes="observed")
+
+
+def workload(n_target: int):
+    """The paper's benchmark workload with about ``n_target`` READs (bound_phases.py too)."""
+    return reads(workloads.paper(32, n_target * 8 / 1024, 8, 0.06, seed=1))
+
+
 def main() -> int:
     args = parse_args("bound")
     n_target = 200_000 if args.quick else 2_000_000
-    stream = reads(workloads.paper(32, n_target * 8 / 1024, 8, 0.06, seed=1))
+    stream = workload(n_target)
     n = len(stream)
-    common = dict(cache="256MiB", profile="ide-7200", file_sizes="observed")
+    common = COMMON
     runners = {
         "replay": lambda: seqheur.replay(stream, per_request=False, **common),
         "bound": lambda: seqheur.bound(stream, **common),

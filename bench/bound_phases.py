@@ -4,10 +4,11 @@
     python bench/bound_phases.py SRC_A SRC_B [--requests 2000000] [--reps 5]
 
 Each SRC is a revision's ``src`` folder (e.g. a ``git archive`` of another revision, unpacked);
-each runs in its own process (one PYTHONPATH each) on bench_bound.py's workload (the paper's,
-32 readers, 8 KiB READs, 6% reordered; 256 MiB, ide-7200), after a warm-up round, the two in
-turns. A phase is timed around its call as ``bound`` makes it (the functions are wrapped in
-their modules); the replay (the default configuration, summary only) follows each ``bound``.
+each runs in its own process (one PYTHONPATH each) on bench_bound.py's workload and settings
+(the paper's, 32 readers, 8 KiB READs, 6% reordered; 256 MiB, ide-7200), after a warm-up
+round, the two in turns. A phase is timed around its call as ``bound`` makes it (the
+functions are wrapped in their modules); the replay (the default configuration, summary
+only) follows each ``bound``.
 CPU time (``time.thread_time``) because the machine may be shared: wall time then measures
 the other jobs.
 """
@@ -40,9 +41,9 @@ def child(n_target: int) -> None:
     """Serve one timed round per line read on stdin, as a JSON line of phase seconds."""
     import importlib
 
+    from bench_bound import COMMON, workload
+
     import seqheur
-    from seqheur import workloads
-    from seqheur.streams import reads
 
     acc: dict[str, float] = {}
 
@@ -59,8 +60,8 @@ def child(n_target: int) -> None:
         mod = importlib.import_module(mod_name)
         if hasattr(mod, name):  # a revision may not have every step
             setattr(mod, name, timed(getattr(mod, name), phase))
-    stream = reads(workloads.paper(32, n_target * 8 / 1024, 8, 0.06, seed=1))
-    common = dict(cache="256MiB", profile="ide-7200", file_sizes="observed")
+    stream = workload(n_target)
+    common = COMMON
     seqheur.bound(stream, **common)
     seqheur.replay(stream, per_request=False, **common)
     for _ in sys.stdin:

@@ -73,7 +73,7 @@ from numba import njit
 from . import cache as C
 from . import engine as E
 from . import readahead as R
-from .disk.model import (_NO_EXTENTS, I_NSEG, I_SEGBYTES, S_HDR, extent_address,
+from .disk.model import (I_NSEG, I_SEGBYTES, NO_EXTENTS, S_HDR, extent_address,
                          service_kernel)
 from .bound import belady_fetches, demand_refs, heap_down, heap_up, next_uses
 from .bound import block_shift, block_span
@@ -952,7 +952,7 @@ def _first_jump(dr, fut, stamp, f, bsize, lo, hi):
     drive's read-ahead streams on into it); -1: none (a contiguous layout, extents smaller
     than a block, or no such extent)."""
     eb = dr.extent_bytes
-    if eb == _NO_EXTENTS or eb < bsize:
+    if eb == NO_EXTENTS or eb < bsize:
         return -1
     for b in range(lo, hi + 1):
         off = b * bsize
@@ -982,9 +982,9 @@ def _held(dr, f, bsize, lo, hi):
         return -1
     eb = dr.extent_bytes
     off = lo * bsize
-    k = np.int64(0) if eb == _NO_EXTENTS else off // eb
+    k = np.int64(0) if eb == NO_EXTENTS else off // eb
     addr = extent_address(f, k, dr.ext_first, dr.ext_base, eb) + off - k * eb
-    top = hi if eb == _NO_EXTENTS else min(hi, ((k + 1) * eb) // bsize - 1)
+    top = hi if eb == NO_EXTENTS else min(hi, ((k + 1) * eb) // bsize - 1)
     held = np.int64(-1)
     st = dr.state
     for g in range(nseg):

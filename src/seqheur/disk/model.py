@@ -76,7 +76,7 @@ I_NSEG, I_SEGBYTES, I_RA, I_MINPF, I_TBPS, I_TIOPS, I_HZ, I_SLICE = 0, 1, 2, 3, 
 F_HOST, F_OVER, F_HITOVER, F_RAND = 0, 1, 2, 3
 
 _ALIGN = 4096
-_NO_EXTENTS = np.int64(1) << np.int64(62)
+NO_EXTENTS = np.int64(1) << np.int64(62)  # the extent size of a contiguous layout (no extents)
 
 
 @dataclass(frozen=True)
@@ -228,7 +228,7 @@ class DiskModel:
             ext_base = base0 + np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
             ext_first = np.arange(nfiles + 1, dtype=np.int64)
             return Placement(ext_first, ext_base if nfiles else np.zeros(0, np.int64),
-                             int(_NO_EXTENTS))
+                             int(NO_EXTENTS))
         e = int(self.layout.extent_bytes)
         counts = (sizes + e - 1) // e
         ext_first = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
@@ -602,7 +602,7 @@ def service_read(f, off, remaining, has_idle, idle_s, ext_first, ext_base, exten
     flags = 0
     first = True
     while True:
-        if extent_bytes == _NO_EXTENTS:  # contiguous: skip a 64-bit division per op
+        if extent_bytes == NO_EXTENTS:  # contiguous: skip a 64-bit division per op
             k = 0
             within = off
         else:

@@ -317,7 +317,9 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
     cl = per_file_clients(file, op_req, nfiles) if per_file else no_clients()
     # no READ ever waits for a thread: the short loop
     short = params.nfsd >= slots and not exact and not per_file
-    op_ring = _ring_size(min(op_req.size, OP_RING))
+    # places for the disk reads in flight: per-file processes issue their files' reads out
+    # of order, so a place for each; one client issues them in order, so a ring
+    op_ring = _ring_size(op_req.size if per_file else min(op_req.size, OP_RING))
     while True:
         d = disk()
         if short:
@@ -1208,8 +1210,6 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
     :func:`_exact_loop`."""
     total = slots * cl.order.size if cl.order.size else slots  # READs outstanding at most
     ring = _ring_size(total)  # queues of at most that many events, indexed modulo a power of 2
-    if cl.order.size:  # processes issue their files' reads out of order: a place for each
-        op_ring = _ring_size(op_req.size)
     i64 = np.int64
     return _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len,
                        slots, half_rtt, rate, cpu_s, nfsd, cscan, extent_bytes, d, issue, done,
