@@ -5,6 +5,10 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 DEMO    := demo-out
 PYTEST  := $(BIN)/python -m pytest
+# The default suite is mostly numba compiling each engine specialisation once: pytest-xdist
+# spreads it over every core (JOBS=1 runs it in one process).
+JOBS    ?= $(shell nproc 2>/dev/null || echo 1)
+XDIST   := $(if $(filter 1,$(JOBS)),,-n $(JOBS) --dist worksteal)
 
 .PHONY: deadcode demo test test-slow test-oracle test-kernel test-lab test-dist test-fuzz test-all bench bench-quick profile lab lab-deps venv clean \
         lock upgrade-check min-check test-blas
@@ -30,7 +34,7 @@ demo: $(STAMP)
 	SEQHEUR_PROGRESS=1 $(BIN)/python -m seqheur.demo $(DEMO)
 
 test: $(STAMP)
-	$(PYTEST) -q
+	$(PYTEST) -q $(XDIST)
 
 # The float-heavy tests (disk model and its profiles, replay, sweep, reports, golden outputs)
 # again under another CPU's BLAS kernels: numpy's OpenBLAS picks kernels by CPU and

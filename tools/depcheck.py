@@ -113,8 +113,11 @@ def main() -> int:
     # Own numba cache, so these runs neither reuse nor overwrite the work tree's compiled kernels.
     env = dict(os.environ, NUMBA_CACHE_DIR=str(venv / "numba-cache"), SEQHEUR_PROGRESS="0")
     junit = venv / "junit.xml"
+    # As `make test`: the suite spread over every core (pytest-xdist, in the test extra).
+    cores = os.cpu_count() or 1
+    spread = ["-n", str(cores), "--dist", "worksteal"] if cores > 1 else []
     rc = run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
-              *args.pytest_args], env=env)
+              *(args.pytest_args or spread)], env=env)
     broke = broken_tests(junit)
     minutes = (time.monotonic() - t0) / 60
     print(f"\n== {args.mode}-check: {len(broke)} test(s) broke, pytest exit {rc}, "
