@@ -74,7 +74,7 @@ from . import cache as C
 from . import engine as E
 from . import readahead as R
 from .disk.model import (I_NSEG, I_SEGBYTES, NO_EXTENTS, S_HDR, extent_address,
-                         service_kernel)
+                         service_kernel, service_read)
 from .bound import belady_fetches, demand_refs, heap_down, heap_up, next_uses
 from .bound import block_shift, block_span
 from .replay import Replayer
@@ -1365,21 +1365,37 @@ def aggressive_fetches(ids, nxt, capacity, n_ids, fetch_time):
     unit per reference served, ``fetch_time`` units per fetch, one fetch at a time.
     Returns (the reference index each fetch is for, in issue order; elapsed time units).
 
-    The resident blocks are a max-heap by next reference with each block's place in it
-    (``bound.heap_up``), those never referenced again on a stack, keeping the index of
-    their last reference as their key (as ``bound._min_step``); a fetch is decided only
-    when none is in flight, so every resident block has arrived and the one to evict is a
-    block never referenced again if any (which of those is no matter), else the root."""
+    The resident blocks still referenced (*live*) are a max-heap by next reference with
+    each block's place in it (``bound.heap_up``); those never referenced again (*dead*) are
+    only on a stack. A fetch is decided only when none is in flight, so every resident
+    block has arrived and the one to evict is a dead block if any (which of them is no
+    matter), else the root. A block dies at its last reference, whose index was its key, the
+    least of the heap's (every other key is a later reference), so it is a leaf: the heap's
+    last entry takes its place. (Kept in the heap with that key, as ``bound._min_step``
+    keeps them, the dead filled most of it and every fetch climbed through them: 14 levels
+    of a 16 k-block cache where the live blocks were a few dozen.)"""
     n = ids.shape[0]
     out = np.empty(n, np.int64)
-    m = 0
-    pos = np.full(n_ids, -1, np.int32)  # a resident (or in flight) block's heap entry
+    pos = np.full(n_ids, -1, np.int32)  # a live block's heap entry; -1: not resident
     arrived = np.zeros(n_ids, np.bool_)
     hkey = np.empty(max(min(capacity, n_ids), 1), np.int64)
     hblk = np.empty(hkey.shape[0], np.int64)
     dead = np.empty(hkey.shape[0], np.int64)
+    m, t = _aggressive_run(ids, nxt, capacity, fetch_time, out, pos, arrived, hkey, hblk,
+                           dead)
+    return out[:m], t
+
+
+@E.cache_by_sources
+@njit(nogil=True, _nrt=False)
+def _aggressive_run(ids, nxt, capacity, fetch_time, out, pos, arrived, hkey, hblk, dead):
+    """:func:`aggressive_fetches`' simulation (its arrays allocated by the caller: without
+    reference counting); returns (the fetches written to ``out``, elapsed time units)."""
+    n = ids.shape[0]
+    m = 0
     ndead = 0
-    used = 0
+    used = 0  # resident (or in flight): live + ndead
+    live = 0  # entries in the heap
     t = 0
     busy_until = 0
     flight = -1
@@ -1392,61 +1408,71 @@ def aggressive_fetches(ids, nxt, capacity, n_ids, fetch_time):
         if flight < 0:
             if q < p:
                 q = p
-            while q < n and pos[ids[q]] >= 0:
+            while q < n and pos[ids[q]] != -1:
                 q += 1
             if q < n and (used < capacity or ndead > 0 or (used > 0 and hkey[0] > q)):
                 b = ids[q]
-                if used < capacity:
-                    hkey[used] = q
-                    hblk[used] = b
-                    heap_up(hkey, hblk, pos, 1, 0, used)
-                    used += 1
-                elif ndead > 0:  # its place, keyed by an earlier reference: up only
-                    ndead -= 1
-                    at = pos[dead[ndead]]
-                    pos[dead[ndead]] = -1
-                    arrived[dead[ndead]] = False
-                    hkey[at] = q
-                    hblk[at] = b
-                    heap_up(hkey, hblk, pos, 1, 0, at)
+                if used < capacity or ndead > 0:
+                    if used < capacity:
+                        used += 1
+                    else:  # a dead block makes room
+                        ndead -= 1
+                        pos[dead[ndead]] = -1
+                        arrived[dead[ndead]] = False
+                    hkey[live] = q
+                    hblk[live] = b
+                    heap_up(hkey, hblk, pos, 1, 0, live)
+                    live += 1
                 else:  # the root, referenced furthest away (after q), makes room
                     pos[hblk[0]] = -1
                     arrived[hblk[0]] = False
                     hkey[0] = q
                     hblk[0] = b
-                    heap_down(hkey, hblk, pos, 1, 0, used, 0)
+                    heap_down(hkey, hblk, pos, 1, 0, live, 0)
                 flight = b
                 busy_until = t + fetch_time
                 out[m] = q
                 m += 1
         b = ids[p]
         if pos[b] >= 0 and (arrived[b] or flight != b):
-            if nxt[p] == n:  # dead, its key stays p
+            at = pos[b]
+            if nxt[p] == n:  # dead: out of the heap (a leaf), onto the stack
+                live -= 1
+                if at < live:
+                    hkey[at] = hkey[live]
+                    hblk[at] = hblk[live]
+                    heap_up(hkey, hblk, pos, 1, 0, at)
+                pos[b] = -2
                 dead[ndead] = b
                 ndead += 1
             else:  # its key was p, the least: up
-                hkey[pos[b]] = nxt[p]
-                heap_up(hkey, hblk, pos, 1, 0, pos[b])
+                hkey[at] = nxt[p]
+                heap_up(hkey, hblk, pos, 1, 0, at)
             p += 1
             t += 1
         else:  # stall until the block in flight (this one) arrives
             t = busy_until
-    return out[:m], t
+    return m, t
 
 
-@njit(cache=True, nogil=True)
-def fetch_reads(fetched, rf, rb, eof, bs):
-    """The disk read of each fetch (a reference index): its file, offset and length, one
-    block (a partial last block read whole, none past the end of the file)."""
-    m = fetched.shape[0]
-    f = np.empty(m, np.int64)
-    off = np.empty(m, np.int64)
-    ln = np.empty(m, np.int64)
-    for i in range(m):
-        f[i] = rf[fetched[i]]
-        off[i] = rb[fetched[i]] * bs
-        ln[i] = bs if eof[f[i]] > off[i] else 0
-    return f, off, ln
+@E.cache_by_sources
+@njit(nogil=True, _nrt=False)
+def fetch_seconds(fetched, rf, rb, eof, bs, ext_first, ext_base, extent_bytes, ip, fp, seek_d,
+                  seek_t, zone_start, zone_rate, state):
+    """Disk seconds of the fetches' reads in issue order (``fetched``: reference indices),
+    each one block (a partial last block read whole, none past the end of the file), on a
+    drive in ``state`` (it advances), summed in issue order as ``np.cumsum`` sums them: what
+    ``DiskModel.service`` of those reads gives, without arrays of reads and of seconds (and
+    without reference counting, which cost as much as the drive's model here)."""
+    total = 0.0
+    for i in range(fetched.shape[0]):
+        f = rf[fetched[i]]
+        off = rb[fetched[i]] * bs
+        ln = bs if eof[f] > off else 0
+        t, _ = service_read(f, off, ln, False, 0.0, ext_first, ext_base, extent_bytes, ip, fp,
+                            seek_d, seek_t, zone_start, zone_rate, state)
+        total += t
+    return total
 
 
 def reference_schedules(stream: ReadStream, sizes: np.ndarray | None, *, cache_blocks: int,
@@ -1476,6 +1502,7 @@ def reference_schedules(stream: ReadStream, sizes: np.ndarray | None, *, cache_b
             else conservative_fetches(ids, nxt, np.int64(cache_blocks), uniq.size))
     aggr, elapsed = aggressive_fetches(ids, nxt, np.int64(cache_blocks), uniq.size,
                                        np.int64(fetch_time))
+    place = model.place(np.maximum(eof, 1)) if model is not None else None
     for name, refs in (("aggressive", aggr), ("conservative", cons)):
         out[f"{name}_fetches"] = int(refs.size)
         out[f"{name}_disk_seconds"] = None
@@ -1483,9 +1510,9 @@ def reference_schedules(stream: ReadStream, sizes: np.ndarray | None, *, cache_b
             # the same reads in the same order: the same time
             out[f"{name}_disk_seconds"] = out["aggressive_disk_seconds"]
         elif model is not None:
-            f, off, ln = fetch_reads(refs, rf, rb, eof, np.int64(block_size))
-            res = model.service(f, off, ln, model.place(np.maximum(eof, 1)), model.new_state())
-            out[f"{name}_disk_seconds"] = float(np.cumsum(res.seconds)[-1]) if refs.size else 0.0
+            out[f"{name}_disk_seconds"] = float(fetch_seconds(
+                refs, rf, rb, eof, np.int64(block_size), place.ext_first, place.ext_base,
+                np.int64(place.extent_bytes), *model.kernel_args(), model.new_state()))
     out["aggressive_elapsed_refs"] = int(elapsed)
     return out
 
