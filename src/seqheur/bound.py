@@ -81,7 +81,7 @@ from numba import njit
 
 from . import cache as C
 from .config import DEFAULT, resolve_policy
-from .disk.model import extent_address
+from .disk.model import NO_EXTENTS, extent_address
 from .engine import cache_by_sources
 from .errors import SeqheurError
 from .options import parse_size
@@ -89,6 +89,8 @@ from .replay import _as_stream, file_sizes_for
 from .streams import ReadStream
 
 _ALIGN = 4096  # the disk model's file alignment (DiskModel.place)
+KEY_SHIFT = np.int64(C.KEY_SHIFT)  # a key's file and block (cache.make_key)
+BLOCK_MASK = np.int64((1 << C.KEY_SHIFT) - 1)
 
 # -------------------------------------------------------------------------------------------
 # the demand reference sequence
@@ -349,20 +351,25 @@ def belady(keys: np.ndarray, capacity: int | None) -> int:
 
 
 @cache_by_sources  # calls the drive model's extent_address: keyed by every source
-@njit(nogil=True)
-def _block_pieces(bfile, bblock, blen, bs, ext_first, ext_base, extent_bytes, out_addr,
-                  out_len, out_base, out_owner):
-    """Physically contiguous pieces of each block (as ``disk.model.service_kernel`` maps file
-    offsets: extent by extent); ``out_base``: the start of the piece's region (its file's for
-    a contiguous layout, else its extent's). Returns the number of pieces."""
+@njit(nogil=True, _nrt=False)
+def _block_pieces(keys, sizes, bs, ext_first, ext_base, extent_bytes, out_addr, out_len,
+                  out_base, out_owner):
+    """Physically contiguous pieces of each block (``keys``: ``cache.make_key``; its bytes
+    up to its file's end in ``sizes``), as ``disk.model.service_kernel`` maps file offsets:
+    extent by extent; ``out_base``: the start of the piece's region (its file's for a
+    contiguous layout, else its extent's). Returns the number of pieces."""
     m = 0
-    for i in range(bfile.shape[0]):
-        f = bfile[i]
-        off = bblock[i] * bs
-        rem = blen[i]
+    for i in range(keys.shape[0]):
+        f = keys[i] >> KEY_SHIFT
+        off = (keys[i] & BLOCK_MASK) * bs
+        rem = min(bs, sizes[f] - off)
         while rem > 0:
-            k = off // extent_bytes
-            within = off - k * extent_bytes
+            if extent_bytes == NO_EXTENTS:  # contiguous: no 64-bit division per block
+                k = 0
+                within = off
+            else:
+                k = off // extent_bytes
+                within = off - k * extent_bytes
             base = extent_address(f, k, ext_first, ext_base, extent_bytes)
             piece = min(rem, extent_bytes - within)
             out_addr[m] = base + within
@@ -474,21 +481,19 @@ def drive_cache_blocks(model: Any, block_size: int) -> int:
     return nseg * per_seg
 
 
-def disk_bound(model: Any, sizes: np.ndarray, ufile: np.ndarray, ublock: np.ndarray,
-               block_size: int) -> dict[str, Any]:
-    """The terms of the disk lower bound (no re-reads) for distinct blocks (ufile, ublock)."""
+def disk_bound(model: Any, sizes: np.ndarray, keys: np.ndarray, block_size: int
+               ) -> dict[str, Any]:
+    """The terms of the disk lower bound (no re-reads) for the distinct blocks ``keys``
+    (``cache.make_key``, int64)."""
     bs = int(block_size)
-    sizes = np.asarray(sizes, np.int64)
+    sizes = np.ascontiguousarray(sizes, np.int64)
     place = model.place(np.maximum(sizes, 1))
-    blen = np.minimum(bs, sizes[ufile] - ublock * bs)
     ext = int(model.layout.extent_bytes)
-    cap = ufile.size * (1 if ext == 0 else bs // ext + 2)
+    cap = keys.size * (1 if ext == 0 else bs // ext + 2)
     addr, ln = np.empty(cap, np.int64), np.empty(cap, np.int64)
     base, owner = np.empty(cap, np.int64), np.empty(cap, np.int64)
-    # (no copies of arrays that are int64 already)
-    m = _block_pieces(np.ascontiguousarray(ufile, np.int64),
-                      np.ascontiguousarray(ublock, np.int64), np.ascontiguousarray(blen, np.int64),
-                      np.int64(bs), place.ext_first, place.ext_base, np.int64(place.extent_bytes),
+    m = _block_pieces(np.ascontiguousarray(keys, np.int64), sizes, np.int64(bs),
+                      place.ext_first, place.ext_base, np.int64(place.extent_bytes),
                       addr, ln, base, owner)
     addr, ln, base, owner = addr[:m], ln[:m], base[:m], owner[:m]
     # 1. transfer, each piece at the fastest zone a read covering it may start in
@@ -500,7 +505,7 @@ def disk_bound(model: Any, sizes: np.ndarray, ufile: np.ndarray, ublock: np.ndar
     nz = zr.size
     span_max = np.array([[zr[i:max(i, j) + 1].max() for j in range(nz)] for i in range(nz)],
                         np.float64)
-    piece_s, block_s = _transfer(addr, ln, base, owner, ufile.size, np.int64(bs),
+    piece_s, block_s = _transfer(addr, ln, base, owner, keys.size, np.int64(bs),
                                  np.int64(longest), np.int64(ra),
                                  np.ascontiguousarray(model.zone_start), span_max)
     # 2. gaps between runs, in address order (a contiguous layout has them so already)
@@ -517,7 +522,7 @@ def disk_bound(model: Any, sizes: np.ndarray, ufile: np.ndarray, ublock: np.ndar
         "bound_gap_seconds": float(cost(gaps.astype(np.float64)).sum()) if gaps.size else 0.0,
         "bound_gap_cost": how,
         "runs": int(gaps.size + 1) if m else 0,
-        "_cheapest_block_s": float(block_s.min()) if ufile.size else 0.0,
+        "_cheapest_block_s": float(block_s.min()) if keys.size else 0.0,
     }
 
 
@@ -638,8 +643,7 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
                                        refs=refs, conservative=cons))
     if model is None:
         return out
-    terms = disk_bound(model, sizes, uniq >> np.int64(C.KEY_SHIFT),
-                       uniq & np.int64((1 << C.KEY_SHIFT) - 1), bs)
+    terms = disk_bound(model, sizes, uniq, bs)
     reread = (bel_d - distinct) * terms.pop("_cheapest_block_s")
     out.update(terms)
     out["drive_cache_blocks"] = d
