@@ -125,10 +125,16 @@ def _count_refs(file, offset, count, sizes, bs, shift):
     return n
 
 
-@njit(cache=True, nogil=True)
-def _fill_refs(file, offset, count, sizes, bs, shift, out_file, out_block):
+@njit(cache=True, nogil=True, _nrt=False)
+def _fill_refs(file, offset, count, sizes, bs, shift, out_file, out_block, out_start, out_end):
+    """The references' file and block; with ``out_start`` and ``out_end`` not empty also
+    each READ's first reference (a READ with no block: the next reference's index) and each
+    reference's READ's last block (:func:`demand_refs_and_reads`)."""
+    reads = out_start.shape[0] > 0
     k = 0
     for i in range(file.shape[0]):
+        if reads:
+            out_start[i] = k
         f = file[i]
         off = offset[i]
         cnt = min(np.int64(count[i]), sizes[f] - off)
@@ -137,6 +143,8 @@ def _fill_refs(file, offset, count, sizes, bs, shift, out_file, out_block):
             for b in range(lo, hi + 1):
                 out_file[k] = f
                 out_block[k] = b
+                if reads:
+                    out_end[k] = hi
                 k += 1
 
 
@@ -144,6 +152,14 @@ def demand_refs(stream: ReadStream, sizes: np.ndarray, block_size: int
                 ) -> tuple[np.ndarray, np.ndarray]:
     """(file, block) of every demanded block, READ by READ in trace order, each READ clipped
     at its file's end as replay clips it."""
+    return demand_refs_and_reads(stream, sizes, block_size, reads=False)[:2]
+
+
+def demand_refs_and_reads(stream: ReadStream, sizes: np.ndarray, block_size: int,
+                          reads: bool = True) -> tuple[np.ndarray, ...]:
+    """:func:`demand_refs` and, in the same pass over the READs (with ``reads``; else empty
+    arrays), the index of every READ's first reference (a READ with no block: the next
+    reference's) and for every reference the last block of its READ."""
     file = np.ascontiguousarray(stream.file)
     offset = np.ascontiguousarray(stream.offset, dtype=np.int64)
     count = np.ascontiguousarray(stream.count)
@@ -153,8 +169,10 @@ def demand_refs(stream: ReadStream, sizes: np.ndarray, block_size: int
     n = _count_refs(file, offset, count, sizes, bs, shift)
     out_file = np.empty(n, np.int64)
     out_block = np.empty(n, np.int64)
-    _fill_refs(file, offset, count, sizes, bs, shift, out_file, out_block)
-    return out_file, out_block
+    out_start = np.empty(file.shape[0] if reads else 0, np.int64)
+    out_end = np.empty(n if reads else 0, np.int64)
+    _fill_refs(file, offset, count, sizes, bs, shift, out_file, out_block, out_start, out_end)
+    return out_file, out_block, out_start, out_end
 
 
 # -------------------------------------------------------------------------------------------
@@ -171,6 +189,24 @@ def next_uses(ids, n_ids):
         nxt[i] = last[ids[i]]
         last[ids[i]] = i
     return nxt
+
+
+@njit(cache=True, nogil=True)
+def next_and_previous_uses(ids, n_ids):
+    """:func:`next_uses` and, in the same pass, for each reference the index of the previous
+    reference to the same block (-1: none)."""
+    n = ids.shape[0]
+    nxt = np.empty(n, np.int64)
+    prev = np.empty(n, np.int64)
+    last = np.full(n_ids, n, np.int64)
+    for i in range(n - 1, -1, -1):
+        j = last[ids[i]]
+        nxt[i] = j
+        prev[i] = -1  # until an earlier reference to the block is met
+        if j < n:
+            prev[j] = i
+        last[ids[i]] = i
+    return nxt, prev
 
 
 # A max-heap of the resident blocks keyed by next use, and each block's place in it (so a
@@ -591,8 +627,8 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
         sizes = np.full(stream.n_files, np.iinfo(np.int64).max // 4, np.int64)
     from .oracle import conservative_fetches, refs_of
 
-    refs = refs_of(stream, sizes, bs)
-    rf, rb, uniq, ids, nxt = refs
+    refs = refs_of(stream, sizes, bs, reads=oracle)
+    rf, rb, uniq, ids, nxt = refs.file, refs.block, refs.keys, refs.ids, refs.nxt
     distinct = int(uniq.size)
     # one MIN pass gives conservative's fetches (MIN's misses), Belady's misses and those
     # with the drive's segments added (the re-read term), unless LRU already tells
@@ -676,8 +712,9 @@ def _oracle_keys(stream: ReadStream, sizes: Any, bs: int, cache_bytes: int | Non
     return keys
 
 
-__all__ = ["bound", "belady", "belady_misses", "demand_refs", "disk_bound", "distance_cost",
-           "drive_cache_blocks", "next_uses"]
+__all__ = ["bound", "belady", "belady_misses", "demand_refs", "demand_refs_and_reads",
+           "disk_bound", "distance_cost", "drive_cache_blocks", "next_and_previous_uses",
+           "next_uses"]
 
 
 from ._callable import callable_module  # noqa: E402

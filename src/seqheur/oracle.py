@@ -75,8 +75,8 @@ from . import engine as E
 from . import readahead as R
 from .disk.model import (I_NSEG, I_SEGBYTES, NO_EXTENTS, S_HDR, extent_address,
                          service_kernel, service_read)
-from .bound import belady_fetches, demand_refs, heap_down, heap_up, next_uses
-from .bound import block_shift, block_span
+from .bound import (belady_fetches, demand_refs_and_reads, heap_down, heap_up,
+                    next_and_previous_uses, next_uses)
 from .replay import Replayer
 from .streams import ReadStream
 
@@ -86,7 +86,7 @@ class Future(NamedTuple):
     demanded block, READ by READ in trace order, as :func:`seqheur.bound.demand_refs`)."""
 
     ref0: np.ndarray  # int64[requests]: index of the READ's first demand reference
-    rfile: np.ndarray  # int64[requests]: the READ's file
+    rfile: np.ndarray  # int32[requests]: the READ's file (the stream's own array)
     keys: np.ndarray  # int64[distinct]: the distinct block keys (cache.make_key), sorted
     ids: np.ndarray  # int64[refs]: index of each reference's key in ``keys``
     ends: np.ndarray  # int64[refs]: the last block of each reference's READ
@@ -223,54 +223,31 @@ class OracleWorld(NamedTuple):
 
 
 @njit(cache=True, nogil=True)
-def ref_starts(file, offset, count, sizes, bs, shift, n_refs):
-    """Index of every READ's first demand reference (READs clipped at EOF as replay clips
-    them; a READ with no block gets the index of the next reference), and for every
-    reference the last block of its READ."""
-    n = file.shape[0]
-    out = np.empty(n, np.int64)
-    ends = np.empty(n_refs, np.int64)
-    k = 0
-    for i in range(n):
-        out[i] = k
-        off = offset[i]
-        cnt = min(np.int64(count[i]), sizes[file[i]] - off)
-        if cnt > 0:
-            lo, hi = block_span(off, cnt, bs, shift)
-            for _ in range(lo, hi + 1):
-                ends[k] = hi
-                k += 1
-    return out, ends
-
-
-@njit(cache=True, nogil=True)
-def prev_and_first(ids, nxt, ends, n_ids):
-    """For each reference, the index of the previous reference to the same block (-1:
-    none), from :func:`seqheur.bound.next_uses`; each block's first reference (and a 0
-    after them) and its ``ends``: :attr:`Future.walk` and :attr:`Future.walk_end`."""
-    n = nxt.shape[0]
-    prev = np.full(n, -1, np.int64)
+def first_uses(ids, prev, ends, n_ids):
+    """Each block's first reference (and a 0 after them) and its ``ends``, from the
+    references' previous uses (-1: none): :attr:`Future.walk` and :attr:`Future.walk_end`."""
     first = np.zeros(n_ids + 1, np.int64)
     first_end = np.zeros(n_ids, np.int64)
-    for i in range(n):
-        if nxt[i] < n:
-            prev[nxt[i]] = i
-        if prev[i] < 0:  # set by an earlier reference, if any
+    for i in range(ids.shape[0]):
+        if prev[i] < 0:
             first[ids[i]] = i
             first_end[ids[i]] = ends[i]
-    return prev, first, first_end
+    return first, first_end
 
 
 class Refs(NamedTuple):
     """A trace's demand references (:func:`seqheur.bound.demand_refs`) and their blocks'
     identities, computed once and shared by the bound, the oracle and the reference
-    schedules."""
+    schedules; with what the oracle's :class:`Future` needs of them, or None."""
 
     file: np.ndarray  # int64[refs]
     block: np.ndarray  # int64[refs]
     keys: np.ndarray  # int64[distinct]: sorted distinct keys (cache.make_key)
     ids: np.ndarray  # int64[refs]: index of each reference's key in ``keys``
-    nxt: np.ndarray  # int64[refs]: the next reference to the same block (len: none)
+    nxt: np.ndarray  # int64[refs]: the next reference to the same block (refs: none)
+    start: np.ndarray | None = None  # int64[requests]: each READ's first reference
+    end: np.ndarray | None = None  # int64[refs]: the last block of each reference's READ
+    prev: np.ndarray | None = None  # int64[refs]: the previous reference to the same block
 
 
 @njit(cache=True, nogil=True)
@@ -298,9 +275,12 @@ def _dense_ids(rf, rb, first, shift):
     return uniq, ids
 
 
-def refs_of(stream: ReadStream, sizes: np.ndarray, block_size: int) -> Refs:
-    """The :class:`Refs` of ``stream`` with READs clipped at ``sizes`` (int64 per file)."""
-    rf, rb = demand_refs(stream, sizes, block_size)
+def refs_of(stream: ReadStream, sizes: np.ndarray, block_size: int,
+            reads: bool = False) -> Refs:
+    """The :class:`Refs` of ``stream`` with READs clipped at ``sizes`` (int64 per file);
+    with ``reads`` also their ``start``, ``end`` and ``prev`` (for :func:`future_of`), in
+    the same passes."""
+    rf, rb, start, end = demand_refs_and_reads(stream, sizes, block_size, reads)
     sizes = np.asarray(sizes, np.int64)
     # every demanded block lies below its file's end: when the files' blocks are not many
     # more than the references, marking them is cheaper than sorting the keys
@@ -313,27 +293,27 @@ def refs_of(stream: ReadStream, sizes: np.ndarray, block_size: int) -> Refs:
         keys = (rf << np.int64(C.KEY_SHIFT)) | rb
         uniq, ids = np.unique(keys, return_inverse=True)
         uniq, ids = uniq.astype(np.int64), ids.astype(np.int64)
-    return Refs(rf, rb, uniq, ids, next_uses(ids, uniq.size))
+    if not reads:
+        return Refs(rf, rb, uniq, ids, next_uses(ids, uniq.size))
+    nxt, prev = next_and_previous_uses(ids, uniq.size)
+    return Refs(rf, rb, uniq, ids, nxt, start, end, prev)
 
 
 def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_blocks: int,
               gap_blocks: int, refs: Refs | None = None) -> Future:
     """The oracle's :class:`Future` for ``stream`` with a cache of ``cache_blocks`` blocks
-    (``refs``: the stream's :class:`Refs`, if already computed)."""
+    (``refs``: the stream's :class:`Refs`, if already computed with ``reads``)."""
     sizes = np.ascontiguousarray(sizes, dtype=np.int64)
-    if refs is None:
-        refs = refs_of(stream, sizes, block_size)
+    if refs is None or refs.prev is None:
+        refs = refs_of(stream, sizes, block_size, reads=True)
     limits = limits_of(cache_blocks)
-    ref0, ref_end = ref_starts(np.ascontiguousarray(stream.file), np.ascontiguousarray(
-        stream.offset, dtype=np.int64), np.ascontiguousarray(stream.count), sizes,
-        np.int64(block_size), np.int64(block_shift(block_size)), np.int64(refs.ids.size))
-    prev, first, first_end = prev_and_first(refs.ids, refs.nxt, ref_end, refs.keys.size)
+    first, first_end = first_uses(refs.ids, refs.prev, refs.end, refs.keys.size)
     window = np.zeros((3, limits.size), np.int64)
     window[0] = -1
-    return Future(ref0=ref0, rfile=np.ascontiguousarray(stream.file, dtype=np.int64),
-                  keys=refs.keys, ids=refs.ids, ends=ref_end, walk=first, walk_end=first_end,
+    return Future(ref0=refs.start, rfile=np.ascontiguousarray(stream.file, dtype=np.int32),
+                  keys=refs.keys, ids=refs.ids, ends=refs.end, walk=first, walk_end=first_end,
                   cache_blocks=int(cache_blocks),
-                  limits=limits, nxt=refs.nxt, prev=prev, window=window,
+                  limits=limits, nxt=refs.nxt, prev=refs.prev, window=window,
                   reach=np.zeros(limits.size, np.int64),
                   gap_blocks=int(gap_blocks))
 
@@ -1489,7 +1469,7 @@ def reference_schedules(stream: ReadStream, sizes: np.ndarray | None, *, cache_b
     eof = np.ascontiguousarray(eof, dtype=np.int64)
     if refs is None:
         refs = refs_of(stream, eof, block_size)
-    rf, rb, uniq, ids, nxt = refs
+    rf, rb, uniq, ids, nxt = refs.file, refs.block, refs.keys, refs.ids, refs.nxt
     if fetch_time is None:
         fetch_time = 1
         span = float(stream.time_ns.max() - stream.time_ns.min()) if len(stream) else 0.0
