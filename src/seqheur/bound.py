@@ -209,6 +209,13 @@ def next_and_previous_uses(ids, n_ids):
     return nxt, prev
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def uindex(i):
+    """Index ``i``, known to be >= 0, as unsigned: numba then adds no negative-index check
+    to the load or store (most of a heap walk's work is its loads and stores)."""
+    return np.uint64(i)
+
+
 # A max-heap of the resident blocks keyed by next use, and each block's place in it (so a
 # block's key changes in place: no stale entries, and the heap stays the cache's size)
 
@@ -216,41 +223,41 @@ def next_and_previous_uses(ids, n_ids):
 @njit(cache=True, nogil=True, _nrt=False)
 def heap_up(hkey, hblk, pos, stride, run, i):
     """Move entry ``i`` up to its place; ``pos[block * stride + run]``: a block's entry."""
-    key = hkey[i]
-    blk = hblk[i]
+    key = hkey[uindex(i)]
+    blk = hblk[uindex(i)]
     while i > 0:
         parent = (i - 1) >> 1
-        if hkey[parent] >= key:
+        if hkey[uindex(parent)] >= key:
             break
-        hkey[i] = hkey[parent]
-        hblk[i] = hblk[parent]
-        pos[hblk[i] * stride + run] = i
+        hkey[uindex(i)] = hkey[uindex(parent)]
+        hblk[uindex(i)] = hblk[uindex(parent)]
+        pos[uindex(hblk[uindex(i)] * stride + run)] = i
         i = parent
-    hkey[i] = key
-    hblk[i] = blk
-    pos[blk * stride + run] = i
+    hkey[uindex(i)] = key
+    hblk[uindex(i)] = blk
+    pos[uindex(blk * stride + run)] = i
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def heap_down(hkey, hblk, pos, stride, run, size, i):
     """Move entry ``i`` down to its place in the heap of ``size`` entries."""
-    key = hkey[i]
-    blk = hblk[i]
+    key = hkey[uindex(i)]
+    blk = hblk[uindex(i)]
     while True:
         big = 2 * i + 1
         if big >= size:
             break
-        if big + 1 < size and hkey[big + 1] > hkey[big]:
+        if big + 1 < size and hkey[uindex(big + 1)] > hkey[uindex(big)]:
             big += 1
-        if hkey[big] <= key:
+        if hkey[uindex(big)] <= key:
             break
-        hkey[i] = hkey[big]
-        hblk[i] = hblk[big]
-        pos[hblk[i] * stride + run] = i
+        hkey[uindex(i)] = hkey[uindex(big)]
+        hblk[uindex(i)] = hblk[uindex(big)]
+        pos[uindex(hblk[uindex(i)] * stride + run)] = i
         i = big
-    hkey[i] = key
-    hblk[i] = blk
-    pos[blk * stride + run] = i
+    hkey[uindex(i)] = key
+    hblk[uindex(i)] = blk
+    pos[uindex(blk * stride + run)] = i
 
 
 @njit(cache=True, nogil=True, _nrt=False)
