@@ -81,7 +81,7 @@ from numba import njit
 
 from . import cache as C
 from .config import DEFAULT, resolve_policy
-from .disk.model import extent_address
+from .disk.model import NO_EXTENTS, extent_address
 from .engine import cache_by_sources
 from .errors import SeqheurError
 from .options import parse_size
@@ -89,6 +89,8 @@ from .replay import _as_stream, file_sizes_for
 from .streams import ReadStream
 
 _ALIGN = 4096  # the disk model's file alignment (DiskModel.place)
+KEY_SHIFT = np.int64(C.KEY_SHIFT)  # a key's file and block (cache.make_key)
+BLOCK_MASK = np.int64((1 << C.KEY_SHIFT) - 1)
 
 # -------------------------------------------------------------------------------------------
 # the demand reference sequence
@@ -123,10 +125,16 @@ def _count_refs(file, offset, count, sizes, bs, shift):
     return n
 
 
-@njit(cache=True, nogil=True)
-def _fill_refs(file, offset, count, sizes, bs, shift, out_file, out_block):
+@njit(cache=True, nogil=True, _nrt=False)
+def _fill_refs(file, offset, count, sizes, bs, shift, out_file, out_block, out_start, out_end):
+    """The references' file and block; with ``out_start`` and ``out_end`` not empty also
+    each READ's first reference (a READ with no block: the next reference's index) and each
+    reference's READ's last block (:func:`demand_refs_and_reads`)."""
+    reads = out_start.shape[0] > 0
     k = 0
     for i in range(file.shape[0]):
+        if reads:
+            out_start[i] = k
         f = file[i]
         off = offset[i]
         cnt = min(np.int64(count[i]), sizes[f] - off)
@@ -135,6 +143,8 @@ def _fill_refs(file, offset, count, sizes, bs, shift, out_file, out_block):
             for b in range(lo, hi + 1):
                 out_file[k] = f
                 out_block[k] = b
+                if reads:
+                    out_end[k] = hi
                 k += 1
 
 
@@ -142,6 +152,14 @@ def demand_refs(stream: ReadStream, sizes: np.ndarray, block_size: int
                 ) -> tuple[np.ndarray, np.ndarray]:
     """(file, block) of every demanded block, READ by READ in trace order, each READ clipped
     at its file's end as replay clips it."""
+    return demand_refs_and_reads(stream, sizes, block_size, reads=False)[:2]
+
+
+def demand_refs_and_reads(stream: ReadStream, sizes: np.ndarray, block_size: int,
+                          reads: bool = True) -> tuple[np.ndarray, ...]:
+    """:func:`demand_refs` and, in the same pass over the READs (with ``reads``; else empty
+    arrays), the index of every READ's first reference (a READ with no block: the next
+    reference's) and for every reference the last block of its READ."""
     file = np.ascontiguousarray(stream.file)
     offset = np.ascontiguousarray(stream.offset, dtype=np.int64)
     count = np.ascontiguousarray(stream.count)
@@ -151,8 +169,10 @@ def demand_refs(stream: ReadStream, sizes: np.ndarray, block_size: int
     n = _count_refs(file, offset, count, sizes, bs, shift)
     out_file = np.empty(n, np.int64)
     out_block = np.empty(n, np.int64)
-    _fill_refs(file, offset, count, sizes, bs, shift, out_file, out_block)
-    return out_file, out_block
+    out_start = np.empty(file.shape[0] if reads else 0, np.int64)
+    out_end = np.empty(n if reads else 0, np.int64)
+    _fill_refs(file, offset, count, sizes, bs, shift, out_file, out_block, out_start, out_end)
+    return out_file, out_block, out_start, out_end
 
 
 # -------------------------------------------------------------------------------------------
@@ -171,6 +191,31 @@ def next_uses(ids, n_ids):
     return nxt
 
 
+@njit(cache=True, nogil=True)
+def next_and_previous_uses(ids, n_ids):
+    """:func:`next_uses` and, in the same pass, for each reference the index of the previous
+    reference to the same block (-1: none)."""
+    n = ids.shape[0]
+    nxt = np.empty(n, np.int64)
+    prev = np.empty(n, np.int64)
+    last = np.full(n_ids, n, np.int64)
+    for i in range(n - 1, -1, -1):
+        j = last[ids[i]]
+        nxt[i] = j
+        prev[i] = -1  # until an earlier reference to the block is met
+        if j < n:
+            prev[j] = i
+        last[ids[i]] = i
+    return nxt, prev
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def uindex(i):
+    """Index ``i``, known to be >= 0, as unsigned: numba then adds no negative-index check
+    to the load or store (most of a heap walk's work is its loads and stores)."""
+    return np.uint64(i)
+
+
 # A max-heap of the resident blocks keyed by next use, and each block's place in it (so a
 # block's key changes in place: no stale entries, and the heap stays the cache's size)
 
@@ -178,41 +223,41 @@ def next_uses(ids, n_ids):
 @njit(cache=True, nogil=True, _nrt=False)
 def heap_up(hkey, hblk, pos, stride, run, i):
     """Move entry ``i`` up to its place; ``pos[block * stride + run]``: a block's entry."""
-    key = hkey[i]
-    blk = hblk[i]
+    key = hkey[uindex(i)]
+    blk = hblk[uindex(i)]
     while i > 0:
         parent = (i - 1) >> 1
-        if hkey[parent] >= key:
+        if hkey[uindex(parent)] >= key:
             break
-        hkey[i] = hkey[parent]
-        hblk[i] = hblk[parent]
-        pos[hblk[i] * stride + run] = i
+        hkey[uindex(i)] = hkey[uindex(parent)]
+        hblk[uindex(i)] = hblk[uindex(parent)]
+        pos[uindex(hblk[uindex(i)] * stride + run)] = i
         i = parent
-    hkey[i] = key
-    hblk[i] = blk
-    pos[blk * stride + run] = i
+    hkey[uindex(i)] = key
+    hblk[uindex(i)] = blk
+    pos[uindex(blk * stride + run)] = i
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def heap_down(hkey, hblk, pos, stride, run, size, i):
     """Move entry ``i`` down to its place in the heap of ``size`` entries."""
-    key = hkey[i]
-    blk = hblk[i]
+    key = hkey[uindex(i)]
+    blk = hblk[uindex(i)]
     while True:
         big = 2 * i + 1
         if big >= size:
             break
-        if big + 1 < size and hkey[big + 1] > hkey[big]:
+        if big + 1 < size and hkey[uindex(big + 1)] > hkey[uindex(big)]:
             big += 1
-        if hkey[big] <= key:
+        if hkey[uindex(big)] <= key:
             break
-        hkey[i] = hkey[big]
-        hblk[i] = hblk[big]
-        pos[hblk[i] * stride + run] = i
+        hkey[uindex(i)] = hkey[uindex(big)]
+        hblk[uindex(i)] = hblk[uindex(big)]
+        pos[uindex(hblk[uindex(i)] * stride + run)] = i
         i = big
-    hkey[i] = key
-    hblk[i] = blk
-    pos[blk * stride + run] = i
+    hkey[uindex(i)] = key
+    hblk[uindex(i)] = blk
+    pos[uindex(blk * stride + run)] = i
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -349,20 +394,25 @@ def belady(keys: np.ndarray, capacity: int | None) -> int:
 
 
 @cache_by_sources  # calls the drive model's extent_address: keyed by every source
-@njit(nogil=True)
-def _block_pieces(bfile, bblock, blen, bs, ext_first, ext_base, extent_bytes, out_addr,
-                  out_len, out_base, out_owner):
-    """Physically contiguous pieces of each block (as ``disk.model.service_kernel`` maps file
-    offsets: extent by extent); ``out_base``: the start of the piece's region (its file's for
-    a contiguous layout, else its extent's). Returns the number of pieces."""
+@njit(nogil=True, _nrt=False)
+def _block_pieces(keys, sizes, bs, ext_first, ext_base, extent_bytes, out_addr, out_len,
+                  out_base, out_owner):
+    """Physically contiguous pieces of each block (``keys``: ``cache.make_key``; its bytes
+    up to its file's end in ``sizes``), as ``disk.model.service_kernel`` maps file offsets:
+    extent by extent; ``out_base``: the start of the piece's region (its file's for a
+    contiguous layout, else its extent's). Returns the number of pieces."""
     m = 0
-    for i in range(bfile.shape[0]):
-        f = bfile[i]
-        off = bblock[i] * bs
-        rem = blen[i]
+    for i in range(keys.shape[0]):
+        f = keys[i] >> KEY_SHIFT
+        off = (keys[i] & BLOCK_MASK) * bs
+        rem = min(bs, sizes[f] - off)
         while rem > 0:
-            k = off // extent_bytes
-            within = off - k * extent_bytes
+            if extent_bytes == NO_EXTENTS:  # contiguous: no 64-bit division per block
+                k = 0
+                within = off
+            else:
+                k = off // extent_bytes
+                within = off - k * extent_bytes
             base = extent_address(f, k, ext_first, ext_base, extent_bytes)
             piece = min(rem, extent_bytes - within)
             out_addr[m] = base + within
@@ -474,21 +524,19 @@ def drive_cache_blocks(model: Any, block_size: int) -> int:
     return nseg * per_seg
 
 
-def disk_bound(model: Any, sizes: np.ndarray, ufile: np.ndarray, ublock: np.ndarray,
-               block_size: int) -> dict[str, Any]:
-    """The terms of the disk lower bound (no re-reads) for distinct blocks (ufile, ublock)."""
+def disk_bound(model: Any, sizes: np.ndarray, keys: np.ndarray, block_size: int
+               ) -> dict[str, Any]:
+    """The terms of the disk lower bound (no re-reads) for the distinct blocks ``keys``
+    (``cache.make_key``, int64)."""
     bs = int(block_size)
-    sizes = np.asarray(sizes, np.int64)
+    sizes = np.ascontiguousarray(sizes, np.int64)
     place = model.place(np.maximum(sizes, 1))
-    blen = np.minimum(bs, sizes[ufile] - ublock * bs)
     ext = int(model.layout.extent_bytes)
-    cap = ufile.size * (1 if ext == 0 else bs // ext + 2)
+    cap = keys.size * (1 if ext == 0 else bs // ext + 2)
     addr, ln = np.empty(cap, np.int64), np.empty(cap, np.int64)
     base, owner = np.empty(cap, np.int64), np.empty(cap, np.int64)
-    # (no copies of arrays that are int64 already)
-    m = _block_pieces(np.ascontiguousarray(ufile, np.int64),
-                      np.ascontiguousarray(ublock, np.int64), np.ascontiguousarray(blen, np.int64),
-                      np.int64(bs), place.ext_first, place.ext_base, np.int64(place.extent_bytes),
+    m = _block_pieces(np.ascontiguousarray(keys, np.int64), sizes, np.int64(bs),
+                      place.ext_first, place.ext_base, np.int64(place.extent_bytes),
                       addr, ln, base, owner)
     addr, ln, base, owner = addr[:m], ln[:m], base[:m], owner[:m]
     # 1. transfer, each piece at the fastest zone a read covering it may start in
@@ -500,7 +548,7 @@ def disk_bound(model: Any, sizes: np.ndarray, ufile: np.ndarray, ublock: np.ndar
     nz = zr.size
     span_max = np.array([[zr[i:max(i, j) + 1].max() for j in range(nz)] for i in range(nz)],
                         np.float64)
-    piece_s, block_s = _transfer(addr, ln, base, owner, ufile.size, np.int64(bs),
+    piece_s, block_s = _transfer(addr, ln, base, owner, keys.size, np.int64(bs),
                                  np.int64(longest), np.int64(ra),
                                  np.ascontiguousarray(model.zone_start), span_max)
     # 2. gaps between runs, in address order (a contiguous layout has them so already)
@@ -517,7 +565,7 @@ def disk_bound(model: Any, sizes: np.ndarray, ufile: np.ndarray, ublock: np.ndar
         "bound_gap_seconds": float(cost(gaps.astype(np.float64)).sum()) if gaps.size else 0.0,
         "bound_gap_cost": how,
         "runs": int(gaps.size + 1) if m else 0,
-        "_cheapest_block_s": float(block_s.min()) if ufile.size else 0.0,
+        "_cheapest_block_s": float(block_s.min()) if keys.size else 0.0,
     }
 
 
@@ -586,8 +634,8 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
         sizes = np.full(stream.n_files, np.iinfo(np.int64).max // 4, np.int64)
     from .oracle import conservative_fetches, refs_of
 
-    refs = refs_of(stream, sizes, bs)
-    rf, rb, uniq, ids, nxt = refs
+    refs = refs_of(stream, sizes, bs, reads=oracle)
+    rf, rb, uniq, ids, nxt = refs.file, refs.block, refs.keys, refs.ids, refs.nxt
     distinct = int(uniq.size)
     # one MIN pass gives conservative's fetches (MIN's misses), Belady's misses and those
     # with the drive's segments added (the re-read term), unless LRU already tells
@@ -638,8 +686,7 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
                                        refs=refs, conservative=cons))
     if model is None:
         return out
-    terms = disk_bound(model, sizes, uniq >> np.int64(C.KEY_SHIFT),
-                       uniq & np.int64((1 << C.KEY_SHIFT) - 1), bs)
+    terms = disk_bound(model, sizes, uniq, bs)
     reread = (bel_d - distinct) * terms.pop("_cheapest_block_s")
     out.update(terms)
     out["drive_cache_blocks"] = d
@@ -672,8 +719,9 @@ def _oracle_keys(stream: ReadStream, sizes: Any, bs: int, cache_bytes: int | Non
     return keys
 
 
-__all__ = ["bound", "belady", "belady_misses", "demand_refs", "disk_bound", "distance_cost",
-           "drive_cache_blocks", "next_uses"]
+__all__ = ["bound", "belady", "belady_misses", "demand_refs", "demand_refs_and_reads",
+           "disk_bound", "distance_cost", "drive_cache_blocks", "next_and_previous_uses",
+           "next_uses"]
 
 
 from ._callable import callable_module  # noqa: E402
