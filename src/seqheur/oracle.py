@@ -869,8 +869,9 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
     leaves the drive for what follows (the oracle's later reads may read ahead, or take
     another way). A block resident now, or read in the look ahead, counts as resident only
     while fewer than the cache's blocks were touched since (distinct blocks first touched
-    after READ ``stamp``: it may be the least recently used one); a block of ``lo..hi`` up
-    to its first use (it was admitted so), and after it also while fewer references than
+    after READ ``stamp``: it may be the least recently used one), or while fewer references
+    than the cache's blocks come after its last use in the look ahead; a block of ``lo..hi``
+    up to its first use (it was admitted so), and after it also while fewer references than
     the cache's blocks come between two of its uses."""
     n = fut.ref0.shape[0]
     nref = fut.ids.shape[0]
@@ -901,6 +902,11 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
                                                     or touched <= cap):
                 continue
             if touched <= cap and C.lookup(c, key) >= 0:
+                continue
+            # demanded within the look ahead and fewer references than the cache's blocks
+            # since: the LRU cache still holds it, however many blocks were touched since
+            # the choice
+            if fut.prev[x] > k0 and x - fut.prev[x] <= cap:
                 continue
             if _read_in(rng, m, fr, b, touched, cap):
                 continue
