@@ -48,7 +48,8 @@ excluded; counted, walking the references from the one read ahead at, while that
 costs at most ``WALK`` references per block the read admits (a lone reader), else bounded
 from above by the smallest of a few limits, :func:`limits_of`, with ``reach``: per limit,
 the furthest reference with at most ``limit + 1`` distinct blocks after the reference read
-ahead at, two pointers per limit that move forward with the trace, :func:`advance_reach`) and the blocks read ahead that are inserted before its use and used
+ahead at, two pointers per limit that move forward with the trace,
+:func:`advance_reach`) and the blocks read ahead that are inserted before its use and used
 only after it (a block read ahead and used before it is one of the ``D``). So each block
 read ahead has a *slack*, ``C - 1 - D`` less those blocks; a block is read ahead only if its
 own slack is >= 0 and every waiting block used before it (which it pushes down the LRU
@@ -1271,7 +1272,7 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                 u, d, end = wanted(c, fut, key, j, k)
                 if u >= w_at and u - k <= WALK * (n_adm + 1):
                     while w_at < u:
-                        if fut.prev[w_at] <= k:  # a block first demanded after k
+                        if fut.prev[w_at] <= k:  # its block's first reference after k
                             w_distinct += 1
                         w_at += 1
                     d = w_distinct
