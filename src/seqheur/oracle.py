@@ -36,15 +36,19 @@ trace order, it
    with a buffer cache no larger than a drive segment, filling the segment (the drive's
    cache keeps what the buffer cache cannot), the read's last block apart (room for the
    drive's read-ahead), the blocks a drive segment holds apart (a hit) and, on a fragmented
-   layout, the read-ahead cut before an extent another read may stream into. The cheapest
-   is issued: one disk read, or two back to back.
+   layout, the read-ahead cut before an extent another read may stream into and, with a
+   buffer cache no larger than a drive segment, a read longer than a segment cut after its
+   first (one read leaves only its last segment's bytes in the drive's cache). The
+   cheapest is issued: one disk read, or two back to back.
 
 *Before the cache would evict it*: the cache is an LRU of ``C`` blocks, so a block inserted
 now survives to its use iff fewer than ``C`` other distinct blocks are touched in between.
 Those are the demand references in between (``D`` distinct blocks, the block itself
-excluded; bounded from above by the smallest of a few limits, :func:`limits_of`, with
-``reach``: per limit, the furthest reference with at most ``limit + 1`` distinct blocks
-after the reference read ahead at, two pointers per limit that move forward with the trace,
+excluded; counted, walking the references from the one read ahead at, while that walk
+costs at most ``WALK`` references per block the read admits (a lone reader), else bounded
+from above by the smallest of a few limits, :func:`limits_of`, with ``reach``: per limit,
+the furthest reference with at most ``limit + 1`` distinct blocks after the reference read
+ahead at, two pointers per limit that move forward with the trace,
 :func:`advance_reach`) and the blocks read ahead that are inserted before its use and used
 only after it (a block read ahead and used before it is one of the ``D``). So each block
 read ahead has a *slack*, ``C - 1 - D`` less those blocks; a block is read ahead only if its
@@ -321,12 +325,14 @@ def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_bloc
 def limits_of(cache_blocks: int) -> np.ndarray:
     """The bounds on ``D`` (distinct blocks demanded before a block's use) the oracle can
     tell apart: 0, 1, an eighth, a quarter, half, three quarters of the cache and all but one
-    block. A block is charged the smallest bound at least its ``D``."""
+    block. A block is charged the smallest bound at least its ``D`` (unless its ``D`` is
+    counted: ``WALK``)."""
     c = int(cache_blocks)
     want = {0, 1, c // 8, c // 4, c // 2, 3 * c // 4, c - 1}
     return np.array(sorted(d for d in want if 0 <= d <= c - 1), np.int64)
 
 
+WALK = 32  # references a read ahead may walk per block it admits to count D exactly
 _MIN, _ADD, _COUNT = 0, 1, 2  # a Pending node's words
 
 
@@ -856,8 +862,9 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
     leaves the drive for what follows (the oracle's later reads may read ahead, or take
     another way). A block resident now, or read in the look ahead, counts as resident only
     while fewer than the cache's blocks were touched since (distinct blocks first touched
-    after READ ``stamp``: it may be the least recently used one); a block of ``lo..hi`` up
-    to its first use (it was admitted so), and after it also while fewer references than
+    after READ ``stamp``: it may be the least recently used one), or while fewer references
+    than the cache's blocks come after its last use in the look ahead; a block of ``lo..hi``
+    up to its first use (it was admitted so), and after it also while fewer references than
     the cache's blocks come between two of its uses."""
     n = fut.ref0.shape[0]
     nref = fut.ids.shape[0]
@@ -888,6 +895,11 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
                                                     or touched <= cap):
                 continue
             if touched <= cap and C.lookup(c, key) >= 0:
+                continue
+            # demanded within the look ahead and fewer references than the cache's blocks
+            # since: the LRU cache still holds it, however many blocks were touched since
+            # the choice
+            if fut.prev[x] > k0 and x - fut.prev[x] <= cap:
                 continue
             if _read_in(rng, m, fr, b, touched, cap):
                 continue
@@ -1017,6 +1029,9 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
       whole, ending past the file, maybe where another file's blocks start);
     * the blocks a drive segment holds apart, then the rest (a read is a segment hit only
       when one segment holds all of it);
+    * with a buffer cache no larger than one of the drive's segments, a read longer than a
+      segment cut after its first segment, when a READ priced uses a block of that segment
+      (one read leaves only its last segment's bytes in the drive's cache);
     * on a fragmented layout, the read-ahead cut before the first extent it would position
       to, when the extent lying just before that one on the disk holds blocks a READ priced
       demands (reading those, the head or the drive's read-ahead streams on into it; the
@@ -1062,17 +1077,30 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     # the blocks a drive segment holds apart (a hit), the rest in a read of its own: a
     # read is a hit only when a segment holds all of it
     held = _held(dr, f, bsize, start, best1)
-    if not (to_tail or to_fill or to_split or to_last or cut >= 0 or held >= 0 or (
+    # with a buffer cache no larger than a segment, a read longer than a segment leaves
+    # only its last segment's bytes in the drive's cache: its first segment in a read of
+    # its own keeps the READ's first blocks there, for a READ priced that uses one again
+    head = start + seg // bsize - 1
+    to_head = (dr.ip[I_NSEG] > 0 and fut.cache_blocks * bsize <= seg and start <= head < best1
+               and used_soon(fut, stamp, f, start, head))
+    if not (to_tail or to_fill or to_split or to_last or cut >= 0 or held >= 0 or to_head or (
             far > last and best1 == far and within)):
         return best1, -1  # one way only
     best2 = -1
     best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1)
-    for way in range(10):
+    for way in range(11):
         e1 = far
         e2 = -1
         lo = last + 1
         hi = far
-        if way == 9:  # what a drive segment holds, then the rest
+        if way == 10:  # the first segment, then the rest
+            if not to_head:
+                continue
+            e1 = head
+            e2 = best1
+            if best1 == last:
+                lo = far + 1
+        elif way == 9:  # what a drive segment holds, then the rest
             if held < 0:
                 continue
             e1 = held
@@ -1216,6 +1244,13 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
             deferred = True
             least = pd.huge
             after = np.int64(0)
+            # D counted exactly (the distinct blocks demanded in k+1..w_at-1), walking the
+            # references from k on while that costs at most WALK per block admitted: a
+            # bound from the limits may refuse a block that would survive (a lone reader
+            # whose whole file fits the cache); with many readers between a block and its
+            # use the walk would cost more than the read, and the bound is kept
+            w_at = k + 1
+            w_distinct = 0
             b = d_hi + 1
             j0 = fut.ids[k] + 1  # the first key after this READ's last block
             jn = j0  # the first key >= block b's
@@ -1227,6 +1262,12 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                 if j >= 0:
                     jn += 1
                 u, d, end = wanted(c, fut, key, j, k)
+                if u >= w_at and u - k <= WALK * (n_adm + 1):
+                    while w_at < u:
+                        if fut.prev[w_at] <= k:  # its block's first reference after k
+                            w_distinct += 1
+                        w_at += 1
+                    d = w_distinct
                 if u >= 0:
                     if deferred and n_adm > 0 and u < pd.undo[n_adm - 1]:
                         commit(pd, k, n_adm)  # out of order: the rest one at a time
