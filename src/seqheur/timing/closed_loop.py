@@ -626,6 +626,25 @@ def _server_has(x, slot, file, offset, nbytes, op_sync, op_off, op_len, d, dq_he
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _waits_for_none(x, slot, file, offset, nbytes, op_off, op_len, w):
+    """:func:`_server_has`'s look-back for READ x (in ``slot``) with no disk read of its
+    own, without its effects: whether no read of its file in flight holds its bytes."""
+    a = offset[x]
+    b = a + nbytes[x]
+    if b > a:
+        oldest = w.file_ops_before[slot] - LOOKBACK
+        mask = w.op_rank.size - 1
+        j = w.live_tail[file[x]]
+        while j != NO_LINK:  # every read in flight was issued before x's (it has none)
+            if w.op_rank[j & mask] < oldest:
+                break
+            if op_off[j] < b and a < op_off[j] + op_len[j]:
+                return False
+            j = w.live_prev[j & mask]
+    return True
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _wait_for(j, r, slot, w, free):
     """READ r (in ``slot``) waits for disk read j: a node from the free list into j's list
     of waiters, kept in READ order (CPU events come nearly in READ order: almost always an
@@ -1115,6 +1134,43 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
     head_addr = np.int64(0)
     busy = 0.0
     while True:
+        # the fast pass: one READ to issue and no other CPU event. While each READ's CPU
+        # event comes before anything else (the disk's next event, or the disk idle with
+        # nothing to start) and the READ replies at it (no disk read of its own, none of its
+        # file's in flight over its bytes), its reply frees the slot the next READ takes:
+        # the same steps as below, in the same order, without the queue of CPU events
+        while cpu_len == 0 and nxt + 1 == known and nxt < n:
+            t = free_at[nxt & mask]
+            if think and arrive[nxt] > t:
+                t = arrive[nxt]
+            if last_issue > t:
+                t = last_issue
+            issue[nxt] = t
+            last_issue = t
+            nfree -= 1
+            slot = free_slot[nfree]
+            lo = op_ptr
+            op_ptr = _issued(nxt, slot, file, op_req, d.op_file, op_ptr, w)
+            if op_ptr == NO_LINK:
+                return busy, disk_free_at, RING_FULL
+            t = (t + half_rtt) + cpu_s * _rpcs(nbytes[nxt], rsize)
+            x = nxt
+            nxt += 1
+            if (op_ptr != lo or (t >= disk_t if disk_busy
+                                 else _disk_has_work(d, dq_head, dq_tail))
+                    or not _waits_for_none(x, slot, file, offset, nbytes, op_off, op_len, w)):
+                cpu_t[cpu_head] = t  # its CPU event, for the loop below
+                cpu_r[cpu_head] = x
+                cpu_slot[cpu_head] = slot
+                cpu_len = 1
+                break
+            w.pending[slot] = 0
+            link_free = _send(x, t, nbytes, rate, link_free)
+            done[x] = link_free + half_rtt
+            free_at[known & mask] = done[x]
+            known += 1
+            free_slot[nfree] = slot
+            nfree += 1
         # issue every READ whose slot is known: at the later of its slot, its trace time
         # and the READ before; it reaches the server half a round trip later and has its
         # thread at once
