@@ -684,3 +684,23 @@ def test_latency_percentiles_are_numpys(n, seed, kind) -> None:
     # the same order statistics interpolated the same way: equal to rounding
     np.testing.assert_allclose(ours, np.percentile((done - issue) * 1e3, q), rtol=1e-12,
                                atol=0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 400), seed=st.integers(0, 2 ** 16), distinct=st.sampled_from([1, 4, 64]),
+       kind=st.sampled_from(["spread", "few", "close", "signed"]))
+def test_latency_percentiles_with_few_values_counted(n, seed, distinct, kind) -> None:
+    """Crowded buckets are counted value by value up to ``distinct`` values, else collected
+    and partitioned: either way numpy's percentiles."""
+    from seqheur.timing.closed_loop import latency_percentiles
+
+    rng = np.random.default_rng(seed)
+    issue = np.cumsum(rng.random(n))
+    lat = {"spread": rng.exponential(0.01, n), "few": rng.integers(0, 3, n) * 1e-3,
+           "close": 0.3 + rng.integers(0, 5, n) * 1e-12,
+           "signed": rng.normal(0, 0.01, n) * rng.integers(0, 2, n)}[kind]
+    done = issue + lat
+    q = (50, 95, 99, 0, 100, 33.3)
+    ours = latency_percentiles(issue, done, q, distinct=distinct)
+    np.testing.assert_allclose(ours, np.percentile((done - issue) * 1e3, q), rtol=1e-12,
+                               atol=0)

@@ -200,12 +200,17 @@ class TimingResult:
                 "disk_requests": self.disk_requests}
 
 
-def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...]) -> list[float]:
+def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...],
+                        distinct: int = 1 << 14) -> list[float]:
     """``np.percentile((done - issue) * 1e3, q)`` (linear interpolation) without sorting or
     partitioning every latency: one pass counts them in buckets that keep their order (16 per
     power of two) with each bucket's least and greatest; a rank in a bucket of one value is
-    that value, and only the other buckets holding a wanted rank are collected (a second
-    pass) and partitioned. Exact: the same order statistics, interpolated as numpy does."""
+    that value. A second pass takes the latencies of the other buckets holding a wanted
+    rank: a bucket of an eighth of them or more (the model's crowd: on the replay
+    benchmark's stream three in four fall in one bucket but share a few hundred values) is
+    counted value by value and the rank found among its values; the others are collected
+    and partitioned (and the crowded ones too when they have more than ``distinct`` values).
+    Exact: the same order statistics, interpolated as numpy does."""
     n = int(done.size)
     if n == 0:
         return [float("nan")] * len(q)
@@ -224,17 +229,44 @@ def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...
     ranks = np.unique(np.concatenate([lo, hi]))
     buckets = np.searchsorted(below + hist, ranks, side="right")  # the bucket of each rank
     value = {int(k): float(least[b]) for k, b in zip(ranks, buckets) if least[b] == most[b]}
-    wanted = np.zeros(_LAT_BUCKETS, np.bool_)
-    wanted[[b for k, b in zip(ranks, buckets) if int(k) not in value]] = True
-    if wanted.any():
-        # a rank's place among the collected latencies: minus those in buckets not taken
-        skipped = np.cumsum(np.where(wanted, 0, hist)) - np.where(wanted, 0, hist)
-        pool = np.empty(int(hist[wanted].sum()), np.float64)
-        _collect_latencies(issue, done, wanted, pool)
-        todo = [(int(k), b) for k, b in zip(ranks, buckets) if int(k) not in value]
-        local = np.array([k - skipped[b] for k, b in todo], np.int64)
-        pool.partition(local)  # in place: np.partition would copy the pool first
-        value.update({k: float(x) for (k, _), x in zip(todo, pool[local])})
+    todo = [(int(k), int(b)) for k, b in zip(ranks, buckets) if int(k) not in value]
+    if todo:
+        # a bucket holding an eighth of the latencies or more is counted value by value
+        # (the crowd: few values, each many times), the others collected and partitioned;
+        # with more values than ``distinct`` in the crowded ones, every bucket is collected
+        how = np.zeros(_LAT_BUCKETS, np.int8)
+        for _, b in todo:
+            how[b] = _COUNT if hist[b] * 8 >= n else _COLLECT
+        counted = how == _COUNT
+        value_of = np.empty(2 * distinct)  # open addressing, half full at most
+        count_of = np.zeros(2 * distinct, np.int64)  # 0: a free place
+        pool = np.empty(int(hist[how == _COLLECT].sum()), np.float64)
+        if not _count_or_collect(issue, done, how, value_of, count_of, pool):
+            how[counted] = _COLLECT
+            counted[:] = False
+            pool = np.empty(int(hist[how == _COLLECT].sum()), np.float64)
+            _count_or_collect(issue, done, how, value_of, count_of, pool)
+        used = count_of > 0
+        vals, cnts = value_of[used], count_of[used]
+        order = np.argsort(vals, kind="stable")
+        vals, cnts = vals[order], cnts[order]
+        of_bucket = (np.maximum(vals, 0.0).view(np.uint64) >> np.uint64(48)).astype(
+            np.int64)  # as _latency_buckets
+        collect = []
+        for k, b in todo:
+            if counted[b]:  # the rank among its bucket's values, in order
+                mine = of_bucket == b
+                at = np.searchsorted(np.cumsum(cnts[mine]), k - below[b], side="right")
+                value[k] = float(vals[mine][at])
+            else:
+                collect.append((k, b))
+        if collect:
+            # a rank's place among the collected latencies: minus those in buckets not taken
+            taken = np.where(how == _COLLECT, 0, hist)
+            skipped = np.cumsum(taken) - taken
+            local = np.array([k - skipped[b] for k, b in collect], np.int64)
+            pool.partition(local)  # in place: np.partition would copy the pool first
+            value.update({k: float(x) for (k, _), x in zip(collect, pool[local])})
     a = np.array([value[k] for k in lo.tolist()])
     b = np.array([value[k] for k in hi.tolist()])
     gamma = v - lo
@@ -244,6 +276,8 @@ def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...
 
 
 _LAT_BUCKETS = 1 << 16
+_COLLECT = 1  # what the second pass does with a bucket's latencies
+_COUNT = 2
 
 
 @njit(cache=True, nogil=True)
@@ -269,17 +303,46 @@ def _latency_buckets(issue, done, hist, least, most):
 
 
 @njit(cache=True, nogil=True)
-def _collect_latencies(issue, done, wanted, pool):
-    """The latencies (ms) of the wanted buckets, in READ order."""
+def _count_or_collect(issue, done, how, value_of, count_of, pool):
+    """The second pass over the latencies (ms): those of the buckets to collect go to
+    ``pool`` in READ order; those of the buckets to count are counted value by value in an
+    open-addressed table (``value_of``, ``count_of``: 0 a free place) kept at most half
+    full. False when they have more values than that. Runs of one value (most of the
+    model's latencies repeat the one before) are counted once a run."""
     word = np.zeros(1)
     bits = word.view(np.uint64)
+    mask = value_of.size - 1
+    room = value_of.size // 2
+    run = 0.0
+    run_len = 0
     k = 0
-    for i in range(done.size):
-        lat = (done[i] - issue[i]) * 1e3
-        word[0] = lat if lat > 0.0 else 0.0
-        if wanted[bits[0] >> 48]:
-            pool[k] = lat
-            k += 1
+    for i in range(done.size + 1):
+        lat = (done[i] - issue[i]) * 1e3 if i < done.size else np.nan  # NaN: the end
+        if run_len > 0 and lat == run:
+            run_len += 1
+            continue
+        if run_len > 0:  # count the run before this latency
+            word[0] = run + 0.0  # -0.0 and 0.0: one value
+            p = np.int64((bits[0] * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) & mask
+            while count_of[p] > 0 and value_of[p] != run:
+                p = (p + 1) & mask
+            if count_of[p] == 0:
+                if room == 0:
+                    return False
+                room -= 1
+                value_of[p] = run
+            count_of[p] += run_len
+            run_len = 0
+        if i < done.size:
+            word[0] = lat if lat > 0.0 else 0.0
+            h = how[bits[0] >> 48]
+            if h == _COUNT:
+                run = lat
+                run_len = 1
+            elif h == _COLLECT:
+                pool[k] = lat
+                k += 1
+    return True
 
 
 def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingResult:
