@@ -49,7 +49,7 @@ against the last :data:`LOOKBACK` disk reads of its file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -172,18 +172,40 @@ class TimingInputs:
 
 @dataclass(frozen=True)
 class TimingResult:
-    """Per READ: issue and completion time at the client (s from the first issue); totals."""
+    """Per READ: issue and completion time at the client (s from the first issue); totals.
+    A model may give the READs' latencies and the last completion instead of the times,
+    with a function that computes the times when they are asked for (``times``)."""
 
-    issue_s: np.ndarray
-    done_s: np.ndarray
+    _issue_s: np.ndarray | None
+    _done_s: np.ndarray | None
     disk_busy_s: float
     disk_end_s: float  # when the disk finished its last read (read-ahead may outlast replies)
     client_bytes: int  # bytes the replies carried to the client
     disk_bytes: int  # bytes the disk reads transferred
     disk_requests: int  # requests the drive served: the disk reads after merging
+    latency_ms: np.ndarray | None = None  # per READ: (done_s - issue_s) * 1e3
+    last_done_s: float | None = None  # done_s.max(), 0 without READs
+    times: Any = field(default=None, repr=False, compare=False)  # () -> a result with times
+
+    @property
+    def issue_s(self) -> np.ndarray:
+        return self._times()[0]
+
+    @property
+    def done_s(self) -> np.ndarray:
+        return self._times()[1]
+
+    def _times(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._issue_s is None:  # once: the result is frozen, its times computed late
+            r = self.times()
+            object.__setattr__(self, "_issue_s", r._issue_s)
+            object.__setattr__(self, "_done_s", r._done_s)
+        return self._issue_s, self._done_s
 
     @property
     def e2e_seconds(self) -> float:
+        if self.last_done_s is not None:
+            return self.last_done_s
         return float(self.done_s.max()) if self.done_s.size else 0.0
 
     def summary(self, demand_bytes: int) -> dict[str, Any]:
@@ -191,7 +213,9 @@ class TimingResult:
         e2e = self.e2e_seconds
         span = max(e2e, self.disk_end_s)
         nan = float("nan")
-        pct = latency_percentiles(self.issue_s, self.done_s, (50, 95, 99))
+        q = (50, 95, 99)
+        pct = (percentiles_of_latencies(self.latency_ms, q) if self.latency_ms is not None
+               else latency_percentiles(self.issue_s, self.done_s, q))
         return {"e2e_seconds": e2e,
                 "e2e_throughput_mbps": demand_bytes / 1e6 / e2e if e2e > 0 else nan,
                 "read_latency_p50_ms": float(pct[0]), "read_latency_p95_ms": float(pct[1]),
@@ -211,16 +235,22 @@ def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...
     counted value by value and the rank found among its values; the others are collected
     and partitioned (and the crowded ones too when they have more than ``distinct`` values).
     Exact: the same order statistics, interpolated as numpy does."""
-    n = int(done.size)
+    lat = (np.asarray(done, np.float64) - np.asarray(issue, np.float64)) * 1e3
+    return percentiles_of_latencies(lat, q, distinct)
+
+
+def percentiles_of_latencies(lat: np.ndarray, q: tuple[float, ...],
+                             distinct: int = 1 << 14) -> list[float]:
+    """:func:`latency_percentiles` of the latencies ``lat`` (ms)."""
+    n = int(lat.size)
     if n == 0:
         return [float("nan")] * len(q)
-    issue = np.ascontiguousarray(issue, np.float64)
-    done = np.ascontiguousarray(done, np.float64)
+    lat = np.ascontiguousarray(lat, np.float64)
     hist = np.zeros(_LAT_BUCKETS, np.int64)
     least = np.full(_LAT_BUCKETS, np.inf)
     most = np.full(_LAT_BUCKETS, -np.inf)
-    if not _latency_buckets(issue, done, hist, least, most):  # infinite or NaN: numpy's way
-        return [float(x) for x in np.percentile((done - issue) * 1e3, q)]
+    if not _latency_buckets(lat, hist, least, most):  # infinite or NaN: numpy's way
+        return [float(x) for x in np.percentile(lat, q)]
     below = np.cumsum(hist) - hist  # latencies in lower buckets
     qs = np.true_divide(np.asarray(q, np.float64), 100)
     v = (n - 1) * qs  # numpy's "linear" virtual index
@@ -241,11 +271,11 @@ def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...
         value_of = np.empty(2 * distinct)  # open addressing, half full at most
         count_of = np.zeros(2 * distinct, np.int64)  # 0: a free place
         pool = np.empty(int(hist[how == _COLLECT].sum()), np.float64)
-        if not _count_or_collect(issue, done, how, value_of, count_of, pool):
+        if not _count_or_collect(lat, how, value_of, count_of, pool):
             how[counted] = _COLLECT
             counted[:] = False
             pool = np.empty(int(hist[how == _COLLECT].sum()), np.float64)
-            _count_or_collect(issue, done, how, value_of, count_of, pool)
+            _count_or_collect(lat, how, value_of, count_of, pool)
         used = count_of > 0
         vals, cnts = value_of[used], count_of[used]
         order = np.argsort(vals, kind="stable")
@@ -281,15 +311,14 @@ _COUNT = 2
 
 
 @njit(cache=True, nogil=True)
-def _latency_buckets(issue, done, hist, least, most):
+def _latency_buckets(lats, hist, least, most):
     """Count the latencies (ms) per bucket, with each bucket's least and greatest; False
     (counting stopped) at one not finite. The bucket is the top 16 bits of the float (sign,
     exponent, 4 bits of mantissa): for latencies >= 0 it never decreases with the latency,
     16 buckets per power of two."""
     word = np.zeros(1)
     bits = word.view(np.uint64)
-    for i in range(done.size):
-        lat = (done[i] - issue[i]) * 1e3
+    for lat in lats:
         if not lat < np.inf or lat != lat:  # NaN or infinite
             return False
         word[0] = lat if lat > 0.0 else 0.0  # no -0.0 or negative latency: a bucket >= 0
@@ -303,7 +332,7 @@ def _latency_buckets(issue, done, hist, least, most):
 
 
 @njit(cache=True, nogil=True)
-def _count_or_collect(issue, done, how, value_of, count_of, pool):
+def _count_or_collect(lats, how, value_of, count_of, pool):
     """The second pass over the latencies (ms): those of the buckets to collect go to
     ``pool`` in READ order; those of the buckets to count are counted value by value in an
     open-addressed table (``value_of``, ``count_of``: 0 a free place) kept at most half
@@ -316,8 +345,8 @@ def _count_or_collect(issue, done, how, value_of, count_of, pool):
     run = 0.0
     run_len = 0
     k = 0
-    for i in range(done.size + 1):
-        lat = (done[i] - issue[i]) * 1e3 if i < done.size else np.nan  # NaN: the end
+    for i in range(lats.size + 1):
+        lat = lats[i] if i < lats.size else np.nan  # NaN: the end
         if run_len > 0 and lat == run:
             run_len += 1
             continue
@@ -333,7 +362,7 @@ def _count_or_collect(issue, done, how, value_of, count_of, pool):
                 value_of[p] = run
             count_of[p] += run_len
             run_len = 0
-        if i < done.size:
+        if i < lats.size:
             word[0] = lat if lat > 0.0 else 0.0
             h = how[bits[0] >> 48]
             if h == _COUNT:
@@ -347,7 +376,25 @@ def _count_or_collect(issue, done, how, value_of, count_of, pool):
 
 def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingResult:
     """Simulate the replay's READs and disk reads under ``params``. ``exact``: every event
-    in the exact loop (the short loop gives the same result; this checks it)."""
+    in the exact loop (the short loop gives the same result; this checks it).
+
+    The short loop keeps each READ's latency and the last reply's arrival, which is all a
+    summary needs; the READs' issue and completion times are then computed when first asked
+    for (:attr:`TimingResult.issue_s`), by the same run again."""
+    out = _run(params, inputs, exact, False, OP_RING)
+    if out[0] is not None:
+        return out[0]
+    ring = out[1]
+    return TimingResult(None, None, *out[2:],
+                        times=lambda: _run(params, inputs, exact, True, ring)[0])
+
+
+def _run(params: Params, inputs: TimingInputs, exact: bool, keep_times: bool,
+         op_ring_most: int) -> tuple:
+    """:func:`run` with disk reads in flight at most ``op_ring_most`` apart in a ring (more:
+    a place for every read). The exact loop, or the short loop with ``keep_times``, records
+    the READs' times: returns (the result, None). Else returns (None, the ring used, then
+    the result's fields but the times)."""
     n = int(inputs.time_ns.size)
     i64 = np.int64
     op_req = np.ascontiguousarray(inputs.op_request, i64)
@@ -369,7 +416,6 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
     half_rtt = params.rtt_us * 0.5e-6
     cpu_s = params.cpu_us * 1e-6
     cscan = params.scheduler in ("cscan", "tcq")  # tcq: the host's queue is an elevator
-    issue, done = _client_times(n)
 
     def disk() -> Disk:
         return new_disk(inputs, addr, op_file, op_off, op_len, params.merge,
@@ -382,15 +428,20 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
     short = params.nfsd >= slots and not exact and not per_file
     # places for the disk reads in flight: per-file processes issue their files' reads out
     # of order, so a place for each; one client issues them in order, so a ring
-    op_ring = _ring_size(op_req.size if per_file else min(op_req.size, OP_RING))
+    op_ring = _ring_size(op_req.size if per_file else min(op_req.size, op_ring_most))
+    issue, done = _client_times(n if keep_times or not short else 0)
+    lat = _client_times(n if short else 0)[0]
+    last_done = 0.0
     while True:
         d = disk()
         if short:
-            busy, disk_end, status = simulate(arrive, nbytes, i64(params.rsize), file, offset,
-                                              op_req, op_sync, op_off, op_len, slots, half_rtt,
-                                              rate, cpu_s, nfiles, cscan, ext, d, issue, done,
-                                              op_ring)
+            busy, disk_end, status, last_done = simulate(
+                arrive, nbytes, i64(params.rsize), file, offset, op_req, op_sync, op_off,
+                op_len, slots, half_rtt, rate, cpu_s, nfiles, cscan, ext, d, issue, done, lat,
+                op_ring)
         else:
+            if issue.size < n:  # the short loop gave up: the exact loop keeps the times
+                issue, done = _client_times(n)
             busy, disk_end, status = simulate_exact(arrive, nbytes, i64(params.rsize), file,
                                                     offset, op_req, op_sync, op_off, op_len,
                                                     slots, half_rtt, rate, cpu_s,
@@ -402,8 +453,20 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
             op_ring = _ring_size(op_req.size)
         else:  # a tie the short loop cannot order
             short = False
-    return TimingResult(issue, done, float(busy), float(disk_end), int(nbytes.sum()),
-                        int(op_len.sum()), int(op_len.size - d.blk[1]))
+    fields = (float(busy), float(disk_end), _total(nbytes), _total(op_len),
+              int(op_len.size - d.blk[1]))
+    if not short or keep_times:
+        return TimingResult(issue, done, *fields), None
+    return None, op_ring, *fields, lat, float(last_done)
+
+
+@njit(cache=True, nogil=True)
+def _total(a):
+    """The sum of an integer array as an int64 (no int64 copy of an int32 array)."""
+    t = 0
+    for x in a:
+        t += x
+    return t
 
 
 @njit(cache=True, nogil=True)
@@ -791,6 +854,16 @@ def _send(r, now, nbytes, rate, link_free):
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _replied(x, slot, t, issued_at, lat, done, keep_times, last_done):
+    """:func:`_short_loop`: READ x (in ``slot``) has its reply at time t: its latency (ms)
+    and, with ``keep_times``, its completion. Returns the latest reply so far."""
+    lat[x] = (t - issued_at[slot]) * 1e3
+    if keep_times:
+        done[x] = t
+    return t if t > last_done else last_done
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _cpu_event(t, s, r, slot, cpu_t, cpu_seq, cpu_r, cpu_slot, head, length):
     """Queue the CPU event of READ r (in ``slot``) at time t (sequence s) in the ring of CPU
     events, sorted by time; among equal times after the ones queued before."""
@@ -1143,10 +1216,11 @@ def _idle(d, now, head, tail):
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
 def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
-             half_rtt, rate, cpu_s, nfiles, cscan, extent_bytes, d, issue, done, op_ring):
+             half_rtt, rate, cpu_s, nfiles, cscan, extent_bytes, d, issue, done, lat, op_ring):
     """The events of a run where no READ waits for an nfsd thread (the caller checks): fills
-    ``issue`` and ``done`` (client times, s) and returns the disk's busy seconds, when it
-    finished its last read, and a status: DONE; TIE when a CPU event and the disk's fell at
+    ``lat`` (each READ's latency at the client, ms: (done - issue) * 1e3) and, unless they
+    are empty, ``issue`` and ``done`` (client times, s); returns the disk's busy seconds,
+    when it finished its last read, a status and the last reply's arrival. Status: DONE; TIE when a CPU event and the disk's fell at
     the same time (then nothing returned holds: run :func:`simulate_exact`); RING_FULL when
     reads more than ``op_ring`` (a power of 2) apart were in flight at once (:class:`Waits`;
     run again with a larger ring). ``arrive``: per READ the earliest issue time (s), or
@@ -1158,20 +1232,24 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
                        np.arange(slots - 1, -1, -1, dtype=np.int64), np.empty(slots, np.int64),
                        np.empty(slots, np.int64), np.zeros(ring), np.empty(ring),
                        np.empty(ring, np.int64), np.empty(ring, np.int64),
-                       np.empty(ring, np.int64))
+                       np.empty(ring, np.int64), lat, np.empty(slots))
 
 
 @njit(nogil=True, _nrt=False)  # cached on disk by the replay, keyed by sources
 def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
                 half_rtt, rate, cpu_s, cscan, extent_bytes, d, issue, done, w, free_slot,
-                ready_r, ready_slot, free_at, cpu_t, cpu_r, cpu_slot, no_seq):
+                ready_r, ready_slot, free_at, cpu_t, cpu_r, cpu_slot, no_seq, lat, issued_at):
     """:func:`simulate`'s loop, over state allocated for it: without reference counting
     (``_nrt=False``), the disk queue's helpers are inlined into it rather than called with
     every array of the drive model and the queue as arguments. ``free_slot``: slot numbers
     free for the next READs (a stack; all, top first); ``ready_*``: ``slots`` entries;
-    ``free_at`` (zeros), ``cpu_*`` and ``no_seq``: rings of ``_ring_size(slots)``."""
+    ``free_at`` (zeros), ``cpu_*`` and ``no_seq``: rings of ``_ring_size(slots)``;
+    ``issued_at``: the issue time of the READ in each slot. The READs' times are written
+    only if ``issue`` is not empty (their latencies always: a summary needs no more)."""
     n = nbytes.size
     think = arrive.size > 0
+    keep_times = issue.size > 0
+    last_done = 0.0
     mask = free_at.size - 1
     node_free = 0
     op_ptr = 0
@@ -1208,14 +1286,16 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 t = arrive[nxt]
             if last_issue > t:
                 t = last_issue
-            issue[nxt] = t
+            if keep_times:
+                issue[nxt] = t
             last_issue = t
             nfree -= 1
             slot = free_slot[nfree]
+            issued_at[slot] = t
             lo = op_ptr
             op_ptr = _issued(nxt, slot, file, op_req, d.op_file, op_ptr, w)
             if op_ptr == NO_LINK:
-                return busy, disk_free_at, RING_FULL
+                return busy, disk_free_at, RING_FULL, last_done
             t = (t + half_rtt) + cpu_s * _rpcs(nbytes[nxt], rsize)
             x = nxt
             nxt += 1
@@ -1229,8 +1309,9 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 break
             w.pending[slot] = 0
             link_free = _send(x, t, nbytes, rate, link_free)
-            done[x] = link_free + half_rtt
-            free_at[known & mask] = done[x]
+            last_done = _replied(x, slot, link_free + half_rtt, issued_at, lat, done,
+                                 keep_times, last_done)
+            free_at[known & mask] = link_free + half_rtt
             known += 1
             free_slot[nfree] = slot
             nfree += 1
@@ -1243,13 +1324,15 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 t = arrive[nxt]
             if last_issue > t:
                 t = last_issue
-            issue[nxt] = t
+            if keep_times:
+                issue[nxt] = t
             last_issue = t
             nfree -= 1
             slot = free_slot[nfree]
+            issued_at[slot] = t
             op_ptr = _issued(nxt, slot, file, op_req, d.op_file, op_ptr, w)
             if op_ptr == NO_LINK:
-                return busy, disk_free_at, RING_FULL
+                return busy, disk_free_at, RING_FULL, last_done
             t = (t + half_rtt) + cpu_s * _rpcs(nbytes[nxt], rsize)
             q = (cpu_head + cpu_len) & mask
             if cpu_len == 0 or cpu_t[(q - 1) & mask] <= t:  # in time order: append
@@ -1262,7 +1345,7 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
             nxt += 1
         if cpu_len > 0:
             if disk_busy and cpu_t[cpu_head] == disk_t:
-                return busy, disk_free_at, TIE
+                return busy, disk_free_at, TIE, last_done
             is_cpu = not disk_busy or cpu_t[cpu_head] < disk_t
         elif disk_busy:
             is_cpu = False
@@ -1279,8 +1362,9 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                                              node_free)
             if w.pending[slot] == 0:
                 link_free = _send(x, now, nbytes, rate, link_free)
-                done[x] = link_free + half_rtt
-                free_at[known & mask] = done[x]
+                last_done = _replied(x, slot, link_free + half_rtt, issued_at, lat, done,
+                                     keep_times, last_done)
+                free_at[known & mask] = link_free + half_rtt
                 known += 1
                 free_slot[nfree] = slot
                 nfree += 1
@@ -1294,8 +1378,9 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
             for i in range(nready):  # they reply, in that order
                 r = ready_r[i]
                 link_free = _send(r, now, nbytes, rate, link_free)
-                done[r] = link_free + half_rtt
-                free_at[known & mask] = done[r]
+                last_done = _replied(r, ready_slot[i], link_free + half_rtt, issued_at, lat,
+                                     done, keep_times, last_done)
+                free_at[known & mask] = link_free + half_rtt
                 known += 1
                 free_slot[nfree] = ready_slot[i]
                 nfree += 1
@@ -1313,7 +1398,7 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 disk_busy = True
                 disk_t = now + service
                 disk_op = NO_LINK
-    return busy, disk_free_at, DONE
+    return busy, disk_free_at, DONE, last_done
 
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
