@@ -704,3 +704,24 @@ def test_latency_percentiles_with_few_values_counted(n, seed, distinct, kind) ->
     ours = latency_percentiles(issue, done, q, distinct=distinct)
     np.testing.assert_allclose(ours, np.percentile((done - issue) * 1e3, q), rtol=1e-12,
                                atol=0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(s=streams(max_n=80), slots=st.integers(1, 6), think=st.sampled_from(["none", "trace"]),
+       scheduler=st.sampled_from(["fifo", "cscan"]), throttle=st.sampled_from([0, 0.5]))
+def test_times_computed_late_match_the_summary(s, slots, think, scheduler, throttle) -> None:
+    """The short loop keeps each READ's latency and the last reply; the READs' times, asked
+    for later, come from the same run again: their latencies and last completion are the
+    ones the summary used, to the last bit (the same operations in the same order)."""
+    from seqheur.timing import closed_loop as CL
+
+    spec = (f"closed-loop:slots={slots}:nfsd={slots}:think={think}:scheduler={scheduler}:"
+            "rtt_us=100:cpu_us=50:link_mbps=100")
+    inputs, params = _inputs(s, spec, "fixed:4", throttled("ide-7200", throttle))
+    r = CL.run(params, inputs)
+    if r.latency_ms is None:  # the exact loop ran (a tie): it keeps the times
+        return
+    assert np.array_equal(r.latency_ms, (r.done_s - r.issue_s) * 1e3)
+    assert r.e2e_seconds == (float(r.done_s.max()) if r.done_s.size else 0.0)
+    exact = CL.run(params, inputs, exact=True)
+    np.testing.assert_allclose(r.done_s, exact.done_s, rtol=SUMMARY_REL, atol=1e-12)
