@@ -315,19 +315,31 @@ def _latency_buckets(lats, hist, least, most):
     """Count the latencies (ms) per bucket, with each bucket's least and greatest; False
     (counting stopped) at one not finite. The bucket is the top 16 bits of the float (sign,
     exponent, 4 bits of mantissa): for latencies >= 0 it never decreases with the latency,
-    16 buckets per power of two."""
+    16 buckets per power of two. Runs of one value (most of the model's latencies repeat
+    the one before) are counted once a run."""
     word = np.zeros(1)
     bits = word.view(np.uint64)
-    for lat in lats:
+    run = 0.0
+    run_len = 0
+    for i in range(lats.size + 1):
+        lat = lats[i] if i < lats.size else np.nan  # NaN: the end
+        if run_len > 0 and lat == run:
+            run_len += 1
+            continue
+        if run_len > 0:  # the run before this latency
+            word[0] = run if run > 0.0 else 0.0  # no -0.0 or negative latency: a bucket >= 0
+            b = bits[0] >> 48
+            hist[b] += run_len
+            if run < least[b]:
+                least[b] = run
+            if run > most[b]:
+                most[b] = run
+        if i == lats.size:
+            break
         if not lat < np.inf or lat != lat:  # NaN or infinite
             return False
-        word[0] = lat if lat > 0.0 else 0.0  # no -0.0 or negative latency: a bucket >= 0
-        b = bits[0] >> 48
-        hist[b] += 1
-        if lat < least[b]:
-            least[b] = lat
-        if lat > most[b]:
-            most[b] = lat
+        run = lat
+        run_len = 1
     return True
 
 
@@ -429,8 +441,9 @@ def _run(params: Params, inputs: TimingInputs, exact: bool, keep_times: bool,
     # places for the disk reads in flight: per-file processes issue their files' reads out
     # of order, so a place for each; one client issues them in order, so a ring
     op_ring = _ring_size(op_req.size if per_file else min(op_req.size, op_ring_most))
-    issue, done = _client_times(n if keep_times or not short else 0)
-    lat = _client_times(n if short else 0)[0]
+    times = n if keep_times or not short else 0
+    issue, done = _client_times(times), _client_times(times)
+    lat = _client_times(n if short else 0)
     last_done = 0.0
     while True:
         d = disk()
@@ -441,7 +454,7 @@ def _run(params: Params, inputs: TimingInputs, exact: bool, keep_times: bool,
                 op_ring)
         else:
             if issue.size < n:  # the short loop gave up: the exact loop keeps the times
-                issue, done = _client_times(n)
+                issue, done = _client_times(n), _client_times(n)
             busy, disk_end, status = simulate_exact(arrive, nbytes, i64(params.rsize), file,
                                                     offset, op_req, op_sync, op_off, op_len,
                                                     slots, half_rtt, rate, cpu_s,
@@ -471,10 +484,11 @@ def _total(a):
 
 @njit(cache=True, nogil=True)
 def _client_times(n):
-    """Room for the READs' issue and completion times. Allocated here, not by numpy: numpy
-    asks the kernel for transparent huge pages for arrays this large (madvise), and fresh
-    huge pages cost more system time than small ones (docs/timing.md, Speed)."""
-    return np.empty(n), np.empty(n)
+    """Room for one per-READ figure (issue or completion time, latency). Allocated here,
+    not by numpy: numpy asks the kernel for transparent huge pages for arrays this large
+    (madvise), and fresh huge pages cost more system time than small ones (docs/timing.md,
+    Speed)."""
+    return np.empty(n)
 
 
 @njit(cache=True, nogil=True)
