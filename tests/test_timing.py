@@ -710,9 +710,10 @@ def test_latency_percentiles_with_few_values_counted(n, seed, distinct, kind) ->
 @given(s=streams(max_n=80), slots=st.integers(1, 6), think=st.sampled_from(["none", "trace"]),
        scheduler=st.sampled_from(["fifo", "cscan"]), throttle=st.sampled_from([0, 0.5]))
 def test_times_computed_late_match_the_summary(s, slots, think, scheduler, throttle) -> None:
-    """The short loop keeps each READ's latency and the last reply; the READs' times, asked
-    for later, come from the same run again: their latencies and last completion are the
-    ones the summary used, to the last bit (the same operations in the same order)."""
+    """The short loop keeps each READ's latency, the last reply and the latencies counted by
+    bucket; the READs' times, asked for later, come from the same run again: their
+    latencies and last completion are the ones the summary used, to the last bit (the same
+    operations in the same order), and the counts those of the percentiles' first pass."""
     from seqheur.timing import closed_loop as CL
 
     spec = (f"closed-loop:slots={slots}:nfsd={slots}:think={think}:scheduler={scheduler}:"
@@ -723,5 +724,12 @@ def test_times_computed_late_match_the_summary(s, slots, think, scheduler, throt
         return
     assert np.array_equal(r.latency_ms, (r.done_s - r.issue_s) * 1e3)
     assert r.e2e_seconds == (float(r.done_s.max()) if r.done_s.size else 0.0)
+    # the loop counted the latencies by bucket as the percentiles' first pass counts them
+    hist = np.zeros(CL._LAT_BUCKETS, np.int64)
+    least = np.full(CL._LAT_BUCKETS, np.inf)
+    most = np.full(CL._LAT_BUCKETS, -np.inf)
+    assert CL._latency_buckets(r.latency_ms, hist, least, most)
+    for mine, theirs in zip(r.latency_buckets, (hist, least, most)):
+        assert np.array_equal(mine, theirs)
     exact = CL.run(params, inputs, exact=True)
     np.testing.assert_allclose(r.done_s, exact.done_s, rtol=SUMMARY_REL, atol=1e-12)

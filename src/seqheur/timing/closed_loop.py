@@ -185,6 +185,7 @@ class TimingResult:
     disk_requests: int  # requests the drive served: the disk reads after merging
     latency_ms: np.ndarray | None = None  # per READ: (done_s - issue_s) * 1e3
     last_done_s: float | None = None  # done_s.max(), 0 without READs
+    latency_buckets: Any = None  # latency_ms counted by bucket (percentiles_of_latencies)
     times: Any = field(default=None, repr=False, compare=False)  # () -> a result with times
 
     @property
@@ -214,7 +215,8 @@ class TimingResult:
         span = max(e2e, self.disk_end_s)
         nan = float("nan")
         q = (50, 95, 99)
-        pct = (percentiles_of_latencies(self.latency_ms, q) if self.latency_ms is not None
+        pct = (percentiles_of_latencies(self.latency_ms, q, buckets=self.latency_buckets)
+               if self.latency_ms is not None
                else latency_percentiles(self.issue_s, self.done_s, q))
         return {"e2e_seconds": e2e,
                 "e2e_throughput_mbps": demand_bytes / 1e6 / e2e if e2e > 0 else nan,
@@ -239,18 +241,23 @@ def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...
     return percentiles_of_latencies(lat, q, distinct)
 
 
-def percentiles_of_latencies(lat: np.ndarray, q: tuple[float, ...],
-                             distinct: int = 1 << 14) -> list[float]:
-    """:func:`latency_percentiles` of the latencies ``lat`` (ms)."""
+def percentiles_of_latencies(lat: np.ndarray, q: tuple[float, ...], distinct: int = 1 << 14,
+                             buckets: Any = None) -> list[float]:
+    """:func:`latency_percentiles` of the latencies ``lat`` (ms). ``buckets``: the first
+    pass's counts (per bucket; each bucket's least and greatest), if the caller has them
+    (the short loop counts the latencies as it finds them)."""
     n = int(lat.size)
     if n == 0:
         return [float("nan")] * len(q)
     lat = np.ascontiguousarray(lat, np.float64)
-    hist = np.zeros(_LAT_BUCKETS, np.int64)
-    least = np.full(_LAT_BUCKETS, np.inf)
-    most = np.full(_LAT_BUCKETS, -np.inf)
-    if not _latency_buckets(lat, hist, least, most):  # infinite or NaN: numpy's way
-        return [float(x) for x in np.percentile(lat, q)]
+    if buckets is not None:
+        hist, least, most = buckets
+    else:
+        hist = np.zeros(_LAT_BUCKETS, np.int64)
+        least = np.full(_LAT_BUCKETS, np.inf)
+        most = np.full(_LAT_BUCKETS, -np.inf)
+        if not _latency_buckets(lat, hist, least, most):  # infinite or NaN: numpy's way
+            return [float(x) for x in np.percentile(lat, q)]
     below = np.cumsum(hist) - hist  # latencies in lower buckets
     qs = np.true_divide(np.asarray(q, np.float64), 100)
     v = (n - 1) * qs  # numpy's "linear" virtual index
@@ -448,7 +455,7 @@ def _run(params: Params, inputs: TimingInputs, exact: bool, keep_times: bool,
     while True:
         d = disk()
         if short:
-            busy, disk_end, status, last_done = simulate(
+            busy, disk_end, status, last_done, hist, bounds, finite = simulate(
                 arrive, nbytes, i64(params.rsize), file, offset, op_req, op_sync, op_off,
                 op_len, slots, half_rtt, rate, cpu_s, nfiles, cscan, ext, d, issue, done, lat,
                 op_ring)
@@ -470,7 +477,8 @@ def _run(params: Params, inputs: TimingInputs, exact: bool, keep_times: bool,
               int(op_len.size - d.blk[1]))
     if not short or keep_times:
         return TimingResult(issue, done, *fields), None
-    return None, op_ring, *fields, lat, float(last_done)
+    counts = (hist, bounds[0], bounds[1]) if finite else None
+    return None, op_ring, *fields, lat, float(last_done), counts
 
 
 @njit(cache=True, nogil=True)
@@ -868,13 +876,39 @@ def _send(r, now, nbytes, rate, link_free):
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
-def _replied(x, slot, t, issued_at, lat, done, keep_times, last_done):
+def _replied(x, slot, t, issued_at, lat, done, keep_times, last_done, run, run_len, hist,
+             bounds, word, bits):
     """:func:`_short_loop`: READ x (in ``slot``) has its reply at time t: its latency (ms)
-    and, with ``keep_times``, its completion. Returns the latest reply so far."""
-    lat[x] = (t - issued_at[slot]) * 1e3
+    and, with ``keep_times``, its completion. The latencies are counted as
+    :func:`_latency_buckets` counts them, a run of one value at a time (``run``,
+    ``run_len``). Returns the latest reply so far and the run."""
+    v = (t - issued_at[slot]) * 1e3
+    lat[x] = v
     if keep_times:
         done[x] = t
-    return t if t > last_done else last_done
+    if run_len > 0 and v == run:
+        run_len += 1
+    else:
+        if run_len > 0:
+            _count_run(run, run_len, hist, bounds, word, bits)
+        run = v
+        run_len = 1
+    return (t if t > last_done else last_done), run, run_len
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _count_run(v, k, hist, bounds, word, bits):
+    """Count ``k`` latencies of value ``v`` in their bucket (``hist``; least and greatest
+    in ``bounds``); ``word[1]`` set at one not finite. ``bits``: ``word[:1]`` as uint64."""
+    if not v < np.inf or v != v:  # NaN or infinite
+        word[1] = 1.0
+    word[0] = v if v > 0.0 else 0.0  # no -0.0 or negative latency: a bucket >= 0
+    b = bits[0] >> 48
+    hist[b] += k
+    if v < bounds[0, b]:
+        bounds[0, b] = v
+    if v > bounds[1, b]:
+        bounds[1, b] = v
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -1234,25 +1268,36 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
     """The events of a run where no READ waits for an nfsd thread (the caller checks): fills
     ``lat`` (each READ's latency at the client, ms: (done - issue) * 1e3) and, unless they
     are empty, ``issue`` and ``done`` (client times, s); returns the disk's busy seconds,
-    when it finished its last read, a status and the last reply's arrival. Status: DONE; TIE when a CPU event and the disk's fell at
+    when it finished its last read, a status, the last reply's arrival and the latencies
+    counted as :func:`_latency_buckets` counts them (per bucket; each bucket's least and
+    greatest; whether all were finite). Status: DONE; TIE when a CPU event and the disk's fell at
     the same time (then nothing returned holds: run :func:`simulate_exact`); RING_FULL when
     reads more than ``op_ring`` (a power of 2) apart were in flight at once (:class:`Waits`;
     run again with a larger ring). ``arrive``: per READ the earliest issue time (s), or
     empty (no think time). Allocates the loop's state and runs :func:`_short_loop`."""
     ring = _ring_size(slots)  # queues of at most slots events, indexed modulo a power of 2
-    return _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len,
-                       slots, half_rtt, rate, cpu_s, cscan, extent_bytes, d, issue, done,
-                       new_waits(op_req, nfiles, slots, op_ring),
-                       np.arange(slots - 1, -1, -1, dtype=np.int64), np.empty(slots, np.int64),
-                       np.empty(slots, np.int64), np.zeros(ring), np.empty(ring),
-                       np.empty(ring, np.int64), np.empty(ring, np.int64),
-                       np.empty(ring, np.int64), lat, np.empty(slots))
+    hist = np.zeros(_LAT_BUCKETS, np.int64)
+    bounds = np.empty((2, _LAT_BUCKETS))
+    bounds[0] = np.inf
+    bounds[1] = -np.inf
+    word = np.zeros(2)
+    busy, disk_end, status, last_done = _short_loop(
+        arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len,
+        slots, half_rtt, rate, cpu_s, cscan, extent_bytes, d, issue, done,
+        new_waits(op_req, nfiles, slots, op_ring),
+        np.arange(slots - 1, -1, -1, dtype=np.int64), np.empty(slots, np.int64),
+        np.empty(slots, np.int64), np.zeros(ring), np.empty(ring),
+        np.empty(ring, np.int64), np.empty(ring, np.int64),
+        np.empty(ring, np.int64), lat, np.empty(slots), hist, bounds, word,
+        word[:1].view(np.uint64))
+    return busy, disk_end, status, last_done, hist, bounds, word[1] == 0.0
 
 
 @njit(nogil=True, _nrt=False)  # cached on disk by the replay, keyed by sources
 def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
                 half_rtt, rate, cpu_s, cscan, extent_bytes, d, issue, done, w, free_slot,
-                ready_r, ready_slot, free_at, cpu_t, cpu_r, cpu_slot, no_seq, lat, issued_at):
+                ready_r, ready_slot, free_at, cpu_t, cpu_r, cpu_slot, no_seq, lat, issued_at,
+                hist, bounds, word, bits):
     """:func:`simulate`'s loop, over state allocated for it: without reference counting
     (``_nrt=False``), the disk queue's helpers are inlined into it rather than called with
     every array of the drive model and the queue as arguments. ``free_slot``: slot numbers
@@ -1264,6 +1309,8 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
     think = arrive.size > 0
     keep_times = issue.size > 0
     last_done = 0.0
+    run = 0.0  # the latencies' run of one value not yet counted (_replied)
+    run_len = 0
     mask = free_at.size - 1
     node_free = 0
     op_ptr = 0
@@ -1323,8 +1370,9 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 break
             w.pending[slot] = 0
             link_free = _send(x, t, nbytes, rate, link_free)
-            last_done = _replied(x, slot, link_free + half_rtt, issued_at, lat, done,
-                                 keep_times, last_done)
+            last_done, run, run_len = _replied(x, slot, link_free + half_rtt, issued_at, lat,
+                                               done, keep_times, last_done, run, run_len, hist,
+                                               bounds, word, bits)
             free_at[known & mask] = link_free + half_rtt
             known += 1
             free_slot[nfree] = slot
@@ -1376,8 +1424,9 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                                              node_free)
             if w.pending[slot] == 0:
                 link_free = _send(x, now, nbytes, rate, link_free)
-                last_done = _replied(x, slot, link_free + half_rtt, issued_at, lat, done,
-                                     keep_times, last_done)
+                last_done, run, run_len = _replied(x, slot, link_free + half_rtt, issued_at,
+                                                   lat, done, keep_times, last_done, run,
+                                                   run_len, hist, bounds, word, bits)
                 free_at[known & mask] = link_free + half_rtt
                 known += 1
                 free_slot[nfree] = slot
@@ -1392,8 +1441,9 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
             for i in range(nready):  # they reply, in that order
                 r = ready_r[i]
                 link_free = _send(r, now, nbytes, rate, link_free)
-                last_done = _replied(r, ready_slot[i], link_free + half_rtt, issued_at, lat,
-                                     done, keep_times, last_done)
+                last_done, run, run_len = _replied(r, ready_slot[i], link_free + half_rtt,
+                                                   issued_at, lat, done, keep_times, last_done,
+                                                   run, run_len, hist, bounds, word, bits)
                 free_at[known & mask] = link_free + half_rtt
                 known += 1
                 free_slot[nfree] = ready_slot[i]
@@ -1412,6 +1462,8 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 disk_busy = True
                 disk_t = now + service
                 disk_op = NO_LINK
+    if run_len > 0:
+        _count_run(run, run_len, hist, bounds, word, bits)
     return busy, disk_free_at, DONE, last_done
 
 
