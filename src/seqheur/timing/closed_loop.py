@@ -50,6 +50,7 @@ against the last :data:`LOOKBACK` disk reads of its file.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -403,9 +404,14 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
     out = _run(params, inputs, exact, False, OP_RING)
     if out[0] is not None:
         return out[0]
-    ring = out[1]
     return TimingResult(None, None, *out[2:],
-                        times=lambda: _run(params, inputs, exact, True, ring)[0])
+                        times=partial(_times_again, params, inputs, exact, out[1]))
+
+
+def _times_again(params: Params, inputs: TimingInputs, exact: bool, ring: int) -> TimingResult:
+    """:func:`run` again, keeping the READs' times (a module function, not a closure: a
+    result stays picklable)."""
+    return _run(params, inputs, exact, True, ring)[0]
 
 
 def _run(params: Params, inputs: TimingInputs, exact: bool, keep_times: bool,
