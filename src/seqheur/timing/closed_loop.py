@@ -184,9 +184,10 @@ class TimingResult:
     client_bytes: int  # bytes the replies carried to the client
     disk_bytes: int  # bytes the disk reads transferred
     disk_requests: int  # requests the drive served: the disk reads after merging
-    latency_ms: np.ndarray | None = None  # per READ: (done_s - issue_s) * 1e3
+    # the READs' latencies, (done_s - issue_s) * 1e3, as runs of one value (values, counts)
+    latency_runs: Any = None
     last_done_s: float | None = None  # done_s.max(), 0 without READs
-    latency_buckets: Any = None  # latency_ms counted by bucket (percentiles_of_latencies)
+    latency_buckets: Any = None  # the latencies counted by bucket (percentiles_of_runs)
     times: Any = field(default=None, repr=False, compare=False)  # () -> a result with times
 
     @property
@@ -216,8 +217,8 @@ class TimingResult:
         span = max(e2e, self.disk_end_s)
         nan = float("nan")
         q = (50, 95, 99)
-        pct = (percentiles_of_latencies(self.latency_ms, q, buckets=self.latency_buckets)
-               if self.latency_ms is not None
+        pct = (percentiles_of_runs(*self.latency_runs, q, buckets=self.latency_buckets)
+               if self.latency_runs is not None
                else latency_percentiles(self.issue_s, self.done_s, q))
         return {"e2e_seconds": e2e,
                 "e2e_throughput_mbps": demand_bytes / 1e6 / e2e if e2e > 0 else nan,
@@ -239,26 +240,26 @@ def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...
     and partitioned (and the crowded ones too when they have more than ``distinct`` values).
     Exact: the same order statistics, interpolated as numpy does."""
     lat = (np.asarray(done, np.float64) - np.asarray(issue, np.float64)) * 1e3
-    return percentiles_of_latencies(lat, q, distinct)
+    return percentiles_of_runs(*_runs_of(lat), q, distinct)
 
 
-def percentiles_of_latencies(lat: np.ndarray, q: tuple[float, ...], distinct: int = 1 << 14,
-                             buckets: Any = None) -> list[float]:
-    """:func:`latency_percentiles` of the latencies ``lat`` (ms). ``buckets``: the first
-    pass's counts (per bucket; each bucket's least and greatest), if the caller has them
-    (the short loop counts the latencies as it finds them)."""
-    n = int(lat.size)
+def percentiles_of_runs(values: np.ndarray, counts: np.ndarray, q: tuple[float, ...],
+                        distinct: int = 1 << 14, buckets: Any = None) -> list[float]:
+    """:func:`latency_percentiles` of latencies (ms) given as runs: ``counts[i]`` of value
+    ``values[i]``, in any order. ``buckets``: the first pass's counts (per bucket; each
+    bucket's least and greatest), if the caller has them (the short loop counts the
+    latencies as it finds them)."""
+    n = int(counts.sum())
     if n == 0:
         return [float("nan")] * len(q)
-    lat = np.ascontiguousarray(lat, np.float64)
     if buckets is not None:
         hist, least, most = buckets
     else:
         hist = np.zeros(_LAT_BUCKETS, np.int64)
         least = np.full(_LAT_BUCKETS, np.inf)
         most = np.full(_LAT_BUCKETS, -np.inf)
-        if not _latency_buckets(lat, hist, least, most):  # infinite or NaN: numpy's way
-            return [float(x) for x in np.percentile(lat, q)]
+        if not _latency_buckets(values, counts, hist, least, most):  # NaN or infinite
+            return [float(x) for x in np.percentile(np.repeat(values, counts), q)]
     below = np.cumsum(hist) - hist  # latencies in lower buckets
     qs = np.true_divide(np.asarray(q, np.float64), 100)
     v = (n - 1) * qs  # numpy's "linear" virtual index
@@ -279,11 +280,11 @@ def percentiles_of_latencies(lat: np.ndarray, q: tuple[float, ...], distinct: in
         value_of = np.empty(2 * distinct)  # open addressing, half full at most
         count_of = np.zeros(2 * distinct, np.int64)  # 0: a free place
         pool = np.empty(int(hist[how == _COLLECT].sum()), np.float64)
-        if not _count_or_collect(lat, how, value_of, count_of, pool):
+        if not _count_or_collect(values, counts, how, value_of, count_of, pool):
             how[counted] = _COLLECT
             counted[:] = False
             pool = np.empty(int(hist[how == _COLLECT].sum()), np.float64)
-            _count_or_collect(lat, how, value_of, count_of, pool)
+            _count_or_collect(values, counts, how, value_of, count_of, pool)
         used = count_of > 0
         vals, cnts = value_of[used], count_of[used]
         order = np.argsort(vals, kind="stable")
@@ -319,77 +320,73 @@ _COUNT = 2
 
 
 @njit(cache=True, nogil=True)
-def _latency_buckets(lats, hist, least, most):
-    """Count the latencies (ms) per bucket, with each bucket's least and greatest; False
-    (counting stopped) at one not finite. The bucket is the top 16 bits of the float (sign,
-    exponent, 4 bits of mantissa): for latencies >= 0 it never decreases with the latency,
-    16 buckets per power of two. Runs of one value (most of the model's latencies repeat
-    the one before) are counted once a run."""
+def _runs_of(lats):
+    """The latencies as runs of one value (most of the model's latencies repeat the one
+    before): values and counts."""
+    values = np.empty(lats.size)
+    counts = np.empty(lats.size, np.int64)
+    k = -1
+    for lat in lats:
+        if k >= 0 and lat == values[k]:
+            counts[k] += 1
+        else:
+            k += 1
+            values[k] = lat
+            counts[k] = 1
+    return values[:k + 1], counts[:k + 1]
+
+
+@njit(cache=True, nogil=True)
+def _latency_buckets(values, counts, hist, least, most):
+    """Count the latencies (ms; ``counts[i]`` of ``values[i]``) per bucket, with each
+    bucket's least and greatest; False (counting stopped) at one not finite. The bucket is
+    the top 16 bits of the float (sign, exponent, 4 bits of mantissa): for latencies >= 0
+    it never decreases with the latency, 16 buckets per power of two."""
     word = np.zeros(1)
     bits = word.view(np.uint64)
-    run = 0.0
-    run_len = 0
-    for i in range(lats.size + 1):
-        lat = lats[i] if i < lats.size else np.nan  # NaN: the end
-        if run_len > 0 and lat == run:
-            run_len += 1
-            continue
-        if run_len > 0:  # the run before this latency
-            word[0] = run if run > 0.0 else 0.0  # no -0.0 or negative latency: a bucket >= 0
-            b = bits[0] >> 48
-            hist[b] += run_len
-            if run < least[b]:
-                least[b] = run
-            if run > most[b]:
-                most[b] = run
-        if i == lats.size:
-            break
-        if not lat < np.inf or lat != lat:  # NaN or infinite
+    for i in range(values.size):
+        v = values[i]
+        if not v < np.inf or v != v:  # NaN or infinite
             return False
-        run = lat
-        run_len = 1
+        word[0] = v if v > 0.0 else 0.0  # no -0.0 or negative latency: a bucket >= 0
+        b = bits[0] >> 48
+        hist[b] += counts[i]
+        if v < least[b]:
+            least[b] = v
+        if v > most[b]:
+            most[b] = v
     return True
 
 
 @njit(cache=True, nogil=True)
-def _count_or_collect(lats, how, value_of, count_of, pool):
-    """The second pass over the latencies (ms): those of the buckets to collect go to
-    ``pool`` in READ order; those of the buckets to count are counted value by value in an
-    open-addressed table (``value_of``, ``count_of``: 0 a free place) kept at most half
-    full. False when they have more values than that. Runs of one value (most of the
-    model's latencies repeat the one before) are counted once a run."""
+def _count_or_collect(values, counts, how, value_of, count_of, pool):
+    """The second pass over the latencies (ms; ``counts[i]`` of ``values[i]``): those of
+    the buckets to collect go to ``pool``; those of the buckets to count are counted value
+    by value in an open-addressed table (``value_of``, ``count_of``: 0 a free place) kept
+    at most half full. False when they have more values than that."""
     word = np.zeros(1)
     bits = word.view(np.uint64)
     mask = value_of.size - 1
     room = value_of.size // 2
-    run = 0.0
-    run_len = 0
     k = 0
-    for i in range(lats.size + 1):
-        lat = lats[i] if i < lats.size else np.nan  # NaN: the end
-        if run_len > 0 and lat == run:
-            run_len += 1
-            continue
-        if run_len > 0:  # count the run before this latency
-            word[0] = run + 0.0  # -0.0 and 0.0: one value
+    for i in range(values.size):
+        v = values[i]
+        word[0] = v if v > 0.0 else 0.0
+        h = how[bits[0] >> 48]
+        if h == _COUNT:
+            word[0] = v + 0.0  # -0.0 and 0.0: one value
             p = np.int64((bits[0] * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) & mask
-            while count_of[p] > 0 and value_of[p] != run:
+            while count_of[p] > 0 and value_of[p] != v:
                 p = (p + 1) & mask
             if count_of[p] == 0:
                 if room == 0:
                     return False
                 room -= 1
-                value_of[p] = run
-            count_of[p] += run_len
-            run_len = 0
-        if i < lats.size:
-            word[0] = lat if lat > 0.0 else 0.0
-            h = how[bits[0] >> 48]
-            if h == _COUNT:
-                run = lat
-                run_len = 1
-            elif h == _COLLECT:
-                pool[k] = lat
+                value_of[p] = v
+            count_of[p] += counts[i]
+        elif h == _COLLECT:
+            for _ in range(counts[i]):
+                pool[k] = v
                 k += 1
     return True
 
@@ -456,15 +453,17 @@ def _run(params: Params, inputs: TimingInputs, exact: bool, keep_times: bool,
     op_ring = _ring_size(op_req.size if per_file else min(op_req.size, op_ring_most))
     times = n if keep_times or not short else 0
     issue, done = _client_times(times), _client_times(times)
-    lat = _client_times(n if short else 0)
+    # the latencies as runs of one value, in the order the replies come: at most n
+    runs = n if short else 0
+    run_v, run_k = _client_times(runs), small_pages_empty(op_req, runs)
     last_done = 0.0
     while True:
         d = disk()
         if short:
-            busy, disk_end, status, last_done, hist, bounds, finite = simulate(
+            busy, disk_end, status, last_done, hist, bounds, finite, nrun = simulate(
                 arrive, nbytes, i64(params.rsize), file, offset, op_req, op_sync, op_off,
-                op_len, slots, half_rtt, rate, cpu_s, nfiles, cscan, ext, d, issue, done, lat,
-                op_ring)
+                op_len, slots, half_rtt, rate, cpu_s, nfiles, cscan, ext, d, issue, done,
+                run_v, run_k, op_ring)
         else:
             if issue.size < n:  # the short loop gave up: the exact loop keeps the times
                 issue, done = _client_times(n), _client_times(n)
@@ -484,7 +483,7 @@ def _run(params: Params, inputs: TimingInputs, exact: bool, keep_times: bool,
     if not short or keep_times:
         return TimingResult(issue, done, *fields), None
     counts = (hist, bounds[0], bounds[1]) if finite else None
-    return None, op_ring, *fields, lat, float(last_done), counts
+    return None, op_ring, *fields, (run_v[:nrun], run_k[:nrun]), float(last_done), counts
 
 
 @njit(cache=True, nogil=True)
@@ -882,30 +881,35 @@ def _send(r, now, nbytes, rate, link_free):
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
-def _replied(x, slot, t, issued_at, lat, done, keep_times, last_done, run, run_len, hist,
-             bounds, word, bits):
+def _replied(x, slot, t, issued_at, done, keep_times, last_done, run, run_len, hist, bounds,
+             word, bits, runs):
     """:func:`_short_loop`: READ x (in ``slot``) has its reply at time t: its latency (ms)
-    and, with ``keep_times``, its completion. The latencies are counted as
-    :func:`_latency_buckets` counts them, a run of one value at a time (``run``,
-    ``run_len``). Returns the latest reply so far and the run."""
+    and, with ``keep_times``, its completion. The latencies are kept and counted as
+    :func:`_latency_buckets` counts them a run of one value at a time (``run``,
+    ``run_len``; :func:`_count_run`). Returns the latest reply so far and the run."""
     v = (t - issued_at[slot]) * 1e3
-    lat[x] = v
     if keep_times:
         done[x] = t
     if run_len > 0 and v == run:
         run_len += 1
     else:
         if run_len > 0:
-            _count_run(run, run_len, hist, bounds, word, bits)
+            _count_run(run, run_len, hist, bounds, word, bits, runs)
         run = v
         run_len = 1
     return (t if t > last_done else last_done), run, run_len
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
-def _count_run(v, k, hist, bounds, word, bits):
-    """Count ``k`` latencies of value ``v`` in their bucket (``hist``; least and greatest
-    in ``bounds``); ``word[1]`` set at one not finite. ``bits``: ``word[:1]`` as uint64."""
+def _count_run(v, k, hist, bounds, word, bits, runs):
+    """Keep ``k`` latencies of value ``v`` (``runs``: values, counts and how many runs so
+    far) and count them in their bucket (``hist``; least and greatest in ``bounds``);
+    ``word[1]`` set at one not finite. ``bits``: ``word[:1]`` as uint64."""
+    run_v, run_k, nrun = runs
+    i = nrun[0]
+    run_v[i] = v
+    run_k[i] = k
+    nrun[0] = i + 1
     if not v < np.inf or v != v:  # NaN or infinite
         word[1] = 1.0
     word[0] = v if v > 0.0 else 0.0  # no -0.0 or negative latency: a bucket >= 0
@@ -1270,14 +1274,16 @@ def _idle(d, now, head, tail):
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
 def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
-             half_rtt, rate, cpu_s, nfiles, cscan, extent_bytes, d, issue, done, lat, op_ring):
+             half_rtt, rate, cpu_s, nfiles, cscan, extent_bytes, d, issue, done, run_v, run_k,
+             op_ring):
     """The events of a run where no READ waits for an nfsd thread (the caller checks): fills
-    ``lat`` (each READ's latency at the client, ms: (done - issue) * 1e3) and, unless they
-    are empty, ``issue`` and ``done`` (client times, s); returns the disk's busy seconds,
-    when it finished its last read, a status, the last reply's arrival and the latencies
-    counted as :func:`_latency_buckets` counts them (per bucket; each bucket's least and
-    greatest; whether all were finite). Status: DONE; TIE when a CPU event and the disk's fell at
-    the same time (then nothing returned holds: run :func:`simulate_exact`); RING_FULL when
+    ``run_v``, ``run_k`` with the READs' latencies at the client (ms: (done - issue) * 1e3)
+    as runs of one value, in the order the replies came, and, unless they are empty,
+    ``issue`` and ``done`` (client times, s); returns the disk's busy seconds, when it
+    finished its last read, a status, the last reply's arrival, the latencies counted as
+    :func:`_latency_buckets` counts them (per bucket; each bucket's least and greatest;
+    whether all were finite) and how many runs. Status: DONE; TIE when a CPU event and the
+    disk's fell at the same time (then nothing returned holds: run :func:`simulate_exact`); RING_FULL when
     reads more than ``op_ring`` (a power of 2) apart were in flight at once (:class:`Waits`;
     run again with a larger ring). ``arrive``: per READ the earliest issue time (s), or
     empty (no think time). Allocates the loop's state and runs :func:`_short_loop`."""
@@ -1287,6 +1293,7 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
     bounds[0] = np.inf
     bounds[1] = -np.inf
     word = np.zeros(2)
+    nrun = np.zeros(1, np.int64)
     busy, disk_end, status, last_done = _short_loop(
         arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len,
         slots, half_rtt, rate, cpu_s, cscan, extent_bytes, d, issue, done,
@@ -1294,16 +1301,16 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
         np.arange(slots - 1, -1, -1, dtype=np.int64), np.empty(slots, np.int64),
         np.empty(slots, np.int64), np.zeros(ring), np.empty(ring),
         np.empty(ring, np.int64), np.empty(ring, np.int64),
-        np.empty(ring, np.int64), lat, np.empty(slots), hist, bounds, word,
-        word[:1].view(np.uint64))
-    return busy, disk_end, status, last_done, hist, bounds, word[1] == 0.0
+        np.empty(ring, np.int64), np.empty(slots), hist, bounds, word,
+        word[:1].view(np.uint64), (run_v, run_k, nrun))
+    return busy, disk_end, status, last_done, hist, bounds, word[1] == 0.0, nrun[0]
 
 
 @njit(nogil=True, _nrt=False)  # cached on disk by the replay, keyed by sources
 def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
                 half_rtt, rate, cpu_s, cscan, extent_bytes, d, issue, done, w, free_slot,
-                ready_r, ready_slot, free_at, cpu_t, cpu_r, cpu_slot, no_seq, lat, issued_at,
-                hist, bounds, word, bits):
+                ready_r, ready_slot, free_at, cpu_t, cpu_r, cpu_slot, no_seq, issued_at, hist,
+                bounds, word, bits, runs):
     """:func:`simulate`'s loop, over state allocated for it: without reference counting
     (``_nrt=False``), the disk queue's helpers are inlined into it rather than called with
     every array of the drive model and the queue as arguments. ``free_slot``: slot numbers
@@ -1376,9 +1383,9 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 break
             w.pending[slot] = 0
             link_free = _send(x, t, nbytes, rate, link_free)
-            last_done, run, run_len = _replied(x, slot, link_free + half_rtt, issued_at, lat,
+            last_done, run, run_len = _replied(x, slot, link_free + half_rtt, issued_at,
                                                done, keep_times, last_done, run, run_len, hist,
-                                               bounds, word, bits)
+                                               bounds, word, bits, runs)
             free_at[known & mask] = link_free + half_rtt
             known += 1
             free_slot[nfree] = slot
@@ -1431,8 +1438,8 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
             if w.pending[slot] == 0:
                 link_free = _send(x, now, nbytes, rate, link_free)
                 last_done, run, run_len = _replied(x, slot, link_free + half_rtt, issued_at,
-                                                   lat, done, keep_times, last_done, run,
-                                                   run_len, hist, bounds, word, bits)
+                                                   done, keep_times, last_done, run, run_len,
+                                                   hist, bounds, word, bits, runs)
                 free_at[known & mask] = link_free + half_rtt
                 known += 1
                 free_slot[nfree] = slot
@@ -1448,8 +1455,8 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 r = ready_r[i]
                 link_free = _send(r, now, nbytes, rate, link_free)
                 last_done, run, run_len = _replied(r, ready_slot[i], link_free + half_rtt,
-                                                   issued_at, lat, done, keep_times, last_done,
-                                                   run, run_len, hist, bounds, word, bits)
+                                                   issued_at, done, keep_times, last_done,
+                                                   run, run_len, hist, bounds, word, bits, runs)
                 free_at[known & mask] = link_free + half_rtt
                 known += 1
                 free_slot[nfree] = ready_slot[i]
@@ -1469,7 +1476,7 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 disk_t = now + service
                 disk_op = NO_LINK
     if run_len > 0:
-        _count_run(run, run_len, hist, bounds, word, bits)
+        _count_run(run, run_len, hist, bounds, word, bits, runs)
     return busy, disk_free_at, DONE, last_done
 
 
