@@ -710,8 +710,8 @@ def test_latency_percentiles_with_few_values_counted(n, seed, distinct, kind) ->
 @given(s=streams(max_n=80), slots=st.integers(1, 6), think=st.sampled_from(["none", "trace"]),
        scheduler=st.sampled_from(["fifo", "cscan"]), throttle=st.sampled_from([0, 0.5]))
 def test_times_computed_late_match_the_summary(s, slots, think, scheduler, throttle) -> None:
-    """The short loop keeps each READ's latency, the last reply and the latencies counted by
-    bucket; the READs' times, asked for later, come from the same run again: their
+    """The short loop keeps the READs' latencies (as runs of one value), the last reply and
+    the latencies counted by bucket; the READs' times, asked for later, come from the same run again: their
     latencies and last completion are the ones the summary used, to the last bit (the same
     operations in the same order), and the counts those of the percentiles' first pass."""
     from seqheur.timing import closed_loop as CL
