@@ -684,3 +684,55 @@ def test_latency_percentiles_are_numpys(n, seed, kind) -> None:
     # the same order statistics interpolated the same way: equal to rounding
     np.testing.assert_allclose(ours, np.percentile((done - issue) * 1e3, q), rtol=1e-12,
                                atol=0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 400), seed=st.integers(0, 2 ** 16), distinct=st.sampled_from([1, 4, 64]),
+       kind=st.sampled_from(["spread", "few", "close", "signed"]))
+def test_latency_percentiles_with_few_values_counted(n, seed, distinct, kind) -> None:
+    """Crowded buckets are counted value by value up to ``distinct`` values, else collected
+    and partitioned: either way numpy's percentiles."""
+    from seqheur.timing.closed_loop import latency_percentiles
+
+    rng = np.random.default_rng(seed)
+    issue = np.cumsum(rng.random(n))
+    lat = {"spread": rng.exponential(0.01, n), "few": rng.integers(0, 3, n) * 1e-3,
+           "close": 0.3 + rng.integers(0, 5, n) * 1e-12,
+           "signed": rng.normal(0, 0.01, n) * rng.integers(0, 2, n)}[kind]
+    done = issue + lat
+    q = (50, 95, 99, 0, 100, 33.3)
+    ours = latency_percentiles(issue, done, q, distinct=distinct)
+    np.testing.assert_allclose(ours, np.percentile((done - issue) * 1e3, q), rtol=1e-12,
+                               atol=0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(s=streams(max_n=80), slots=st.integers(1, 6), think=st.sampled_from(["none", "trace"]),
+       scheduler=st.sampled_from(["fifo", "cscan"]), throttle=st.sampled_from([0, 0.5]))
+def test_times_computed_late_match_the_summary(s, slots, think, scheduler, throttle) -> None:
+    """The short loop keeps the READs' latencies (as runs of one value), the last reply and
+    the latencies counted by bucket; the READs' times, asked for later, come from the same run again: their
+    latencies and last completion are the ones the summary used, to the last bit (the same
+    operations in the same order), and the counts those of the percentiles' first pass."""
+    from seqheur.timing import closed_loop as CL
+
+    spec = (f"closed-loop:slots={slots}:nfsd={slots}:think={think}:scheduler={scheduler}:"
+            "rtt_us=100:cpu_us=50:link_mbps=100")
+    inputs, params = _inputs(s, spec, "fixed:4", throttled("ide-7200", throttle))
+    r = CL.run(params, inputs)
+    if r.latency_runs is None:  # the exact loop ran (a tie): it keeps the times
+        return
+    values, counts = r.latency_runs
+    lat = (r.done_s - r.issue_s) * 1e3
+    # the same latencies (kept in the order the replies came, as runs of one value)
+    assert np.array_equal(np.sort(np.repeat(values, counts)), np.sort(lat))
+    assert r.e2e_seconds == (float(r.done_s.max()) if r.done_s.size else 0.0)
+    # the loop counted the latencies by bucket as the percentiles' first pass counts them
+    hist = np.zeros(CL._LAT_BUCKETS, np.int64)
+    least = np.full(CL._LAT_BUCKETS, np.inf)
+    most = np.full(CL._LAT_BUCKETS, -np.inf)
+    assert CL._latency_buckets(lat, np.ones(lat.size, np.int64), hist, least, most)
+    for mine, theirs in zip(r.latency_buckets, (hist, least, most)):
+        assert np.array_equal(mine, theirs)
+    exact = CL.run(params, inputs, exact=True)
+    np.testing.assert_allclose(r.done_s, exact.done_s, rtol=SUMMARY_REL, atol=1e-12)

@@ -49,7 +49,8 @@ against the last :data:`LOOKBACK` disk reads of its file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -172,18 +173,42 @@ class TimingInputs:
 
 @dataclass(frozen=True)
 class TimingResult:
-    """Per READ: issue and completion time at the client (s from the first issue); totals."""
+    """Per READ: issue and completion time at the client (s from the first issue); totals.
+    A model may give the READs' latencies and the last completion instead of the times,
+    with a function that computes the times when they are asked for (``times``)."""
 
-    issue_s: np.ndarray
-    done_s: np.ndarray
+    _issue_s: np.ndarray | None
+    _done_s: np.ndarray | None
     disk_busy_s: float
     disk_end_s: float  # when the disk finished its last read (read-ahead may outlast replies)
     client_bytes: int  # bytes the replies carried to the client
     disk_bytes: int  # bytes the disk reads transferred
     disk_requests: int  # requests the drive served: the disk reads after merging
+    # the READs' latencies, (done_s - issue_s) * 1e3, as runs of one value (values, counts)
+    latency_runs: Any = None
+    last_done_s: float | None = None  # done_s.max(), 0 without READs
+    latency_buckets: Any = None  # the latencies counted by bucket (percentiles_of_runs)
+    times: Any = field(default=None, repr=False, compare=False)  # () -> a result with times
+
+    @property
+    def issue_s(self) -> np.ndarray:
+        return self._times()[0]
+
+    @property
+    def done_s(self) -> np.ndarray:
+        return self._times()[1]
+
+    def _times(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._issue_s is None:  # once: the result is frozen, its times computed late
+            r = self.times()
+            object.__setattr__(self, "_issue_s", r._issue_s)
+            object.__setattr__(self, "_done_s", r._done_s)
+        return self._issue_s, self._done_s
 
     @property
     def e2e_seconds(self) -> float:
+        if self.last_done_s is not None:
+            return self.last_done_s
         return float(self.done_s.max()) if self.done_s.size else 0.0
 
     def summary(self, demand_bytes: int) -> dict[str, Any]:
@@ -191,7 +216,10 @@ class TimingResult:
         e2e = self.e2e_seconds
         span = max(e2e, self.disk_end_s)
         nan = float("nan")
-        pct = latency_percentiles(self.issue_s, self.done_s, (50, 95, 99))
+        q = (50, 95, 99)
+        pct = (percentiles_of_runs(*self.latency_runs, q, buckets=self.latency_buckets)
+               if self.latency_runs is not None
+               else latency_percentiles(self.issue_s, self.done_s, q))
         return {"e2e_seconds": e2e,
                 "e2e_throughput_mbps": demand_bytes / 1e6 / e2e if e2e > 0 else nan,
                 "read_latency_p50_ms": float(pct[0]), "read_latency_p95_ms": float(pct[1]),
@@ -200,22 +228,38 @@ class TimingResult:
                 "disk_requests": self.disk_requests}
 
 
-def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...]) -> list[float]:
+def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...],
+                        distinct: int = 1 << 14) -> list[float]:
     """``np.percentile((done - issue) * 1e3, q)`` (linear interpolation) without sorting or
     partitioning every latency: one pass counts them in buckets that keep their order (16 per
     power of two) with each bucket's least and greatest; a rank in a bucket of one value is
-    that value, and only the other buckets holding a wanted rank are collected (a second
-    pass) and partitioned. Exact: the same order statistics, interpolated as numpy does."""
-    n = int(done.size)
+    that value. A second pass takes the latencies of the other buckets holding a wanted
+    rank: a bucket of an eighth of them or more (the model's crowd: on the replay
+    benchmark's stream three in four fall in one bucket but share a few hundred values) is
+    counted value by value and the rank found among its values; the others are collected
+    and partitioned (and the crowded ones too when they have more than ``distinct`` values).
+    Exact: the same order statistics, interpolated as numpy does."""
+    lat = (np.asarray(done, np.float64) - np.asarray(issue, np.float64)) * 1e3
+    return percentiles_of_runs(*_runs_of(lat), q, distinct)
+
+
+def percentiles_of_runs(values: np.ndarray, counts: np.ndarray, q: tuple[float, ...],
+                        distinct: int = 1 << 14, buckets: Any = None) -> list[float]:
+    """:func:`latency_percentiles` of latencies (ms) given as runs: ``counts[i]`` of value
+    ``values[i]``, in any order. ``buckets``: the first pass's counts (per bucket; each
+    bucket's least and greatest), if the caller has them (the short loop counts the
+    latencies as it finds them)."""
+    n = int(counts.sum())
     if n == 0:
         return [float("nan")] * len(q)
-    issue = np.ascontiguousarray(issue, np.float64)
-    done = np.ascontiguousarray(done, np.float64)
-    hist = np.zeros(_LAT_BUCKETS, np.int64)
-    least = np.full(_LAT_BUCKETS, np.inf)
-    most = np.full(_LAT_BUCKETS, -np.inf)
-    if not _latency_buckets(issue, done, hist, least, most):  # infinite or NaN: numpy's way
-        return [float(x) for x in np.percentile((done - issue) * 1e3, q)]
+    if buckets is not None:
+        hist, least, most = buckets
+    else:
+        hist = np.zeros(_LAT_BUCKETS, np.int64)
+        least = np.full(_LAT_BUCKETS, np.inf)
+        most = np.full(_LAT_BUCKETS, -np.inf)
+        if not _latency_buckets(values, counts, hist, least, most):  # NaN or infinite
+            return [float(x) for x in np.percentile(np.repeat(values, counts), q)]
     below = np.cumsum(hist) - hist  # latencies in lower buckets
     qs = np.true_divide(np.asarray(q, np.float64), 100)
     v = (n - 1) * qs  # numpy's "linear" virtual index
@@ -224,17 +268,44 @@ def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...
     ranks = np.unique(np.concatenate([lo, hi]))
     buckets = np.searchsorted(below + hist, ranks, side="right")  # the bucket of each rank
     value = {int(k): float(least[b]) for k, b in zip(ranks, buckets) if least[b] == most[b]}
-    wanted = np.zeros(_LAT_BUCKETS, np.bool_)
-    wanted[[b for k, b in zip(ranks, buckets) if int(k) not in value]] = True
-    if wanted.any():
-        # a rank's place among the collected latencies: minus those in buckets not taken
-        skipped = np.cumsum(np.where(wanted, 0, hist)) - np.where(wanted, 0, hist)
-        pool = np.empty(int(hist[wanted].sum()), np.float64)
-        _collect_latencies(issue, done, wanted, pool)
-        todo = [(int(k), b) for k, b in zip(ranks, buckets) if int(k) not in value]
-        local = np.array([k - skipped[b] for k, b in todo], np.int64)
-        pool.partition(local)  # in place: np.partition would copy the pool first
-        value.update({k: float(x) for (k, _), x in zip(todo, pool[local])})
+    todo = [(int(k), int(b)) for k, b in zip(ranks, buckets) if int(k) not in value]
+    if todo:
+        # a bucket holding an eighth of the latencies or more is counted value by value
+        # (the crowd: few values, each many times), the others collected and partitioned;
+        # with more values than ``distinct`` in the crowded ones, every bucket is collected
+        how = np.zeros(_LAT_BUCKETS, np.int8)
+        for _, b in todo:
+            how[b] = _COUNT if hist[b] * 8 >= n else _COLLECT
+        counted = how == _COUNT
+        value_of = np.empty(2 * distinct)  # open addressing, half full at most
+        count_of = np.zeros(2 * distinct, np.int64)  # 0: a free place
+        pool = np.empty(int(hist[how == _COLLECT].sum()), np.float64)
+        if not _count_or_collect(values, counts, how, value_of, count_of, pool):
+            how[counted] = _COLLECT
+            counted[:] = False
+            pool = np.empty(int(hist[how == _COLLECT].sum()), np.float64)
+            _count_or_collect(values, counts, how, value_of, count_of, pool)
+        used = count_of > 0
+        vals, cnts = value_of[used], count_of[used]
+        order = np.argsort(vals, kind="stable")
+        vals, cnts = vals[order], cnts[order]
+        of_bucket = (np.maximum(vals, 0.0).view(np.uint64) >> np.uint64(48)).astype(
+            np.int64)  # as _latency_buckets
+        collect = []
+        for k, b in todo:
+            if counted[b]:  # the rank among its bucket's values, in order
+                mine = of_bucket == b
+                at = np.searchsorted(np.cumsum(cnts[mine]), k - below[b], side="right")
+                value[k] = float(vals[mine][at])
+            else:
+                collect.append((k, b))
+        if collect:
+            # a rank's place among the collected latencies: minus those in buckets not taken
+            taken = np.where(how == _COLLECT, 0, hist)
+            skipped = np.cumsum(taken) - taken
+            local = np.array([k - skipped[b] for k, b in collect], np.int64)
+            pool.partition(local)  # in place: np.partition would copy the pool first
+            value.update({k: float(x) for (k, _), x in zip(collect, pool[local])})
     a = np.array([value[k] for k in lo.tolist()])
     b = np.array([value[k] for k in hi.tolist()])
     gamma = v - lo
@@ -244,47 +315,108 @@ def latency_percentiles(issue: np.ndarray, done: np.ndarray, q: tuple[float, ...
 
 
 _LAT_BUCKETS = 1 << 16
+_COLLECT = 1  # what the second pass does with a bucket's latencies
+_COUNT = 2
 
 
 @njit(cache=True, nogil=True)
-def _latency_buckets(issue, done, hist, least, most):
-    """Count the latencies (ms) per bucket, with each bucket's least and greatest; False
-    (counting stopped) at one not finite. The bucket is the top 16 bits of the float (sign,
-    exponent, 4 bits of mantissa): for latencies >= 0 it never decreases with the latency,
-    16 buckets per power of two."""
+def _runs_of(lats):
+    """The latencies as runs of one value (most of the model's latencies repeat the one
+    before): values and counts."""
+    values = np.empty(lats.size)
+    counts = np.empty(lats.size, np.int64)
+    k = -1
+    for lat in lats:
+        if k >= 0 and lat == values[k]:
+            counts[k] += 1
+        else:
+            k += 1
+            values[k] = lat
+            counts[k] = 1
+    return values[:k + 1], counts[:k + 1]
+
+
+@njit(cache=True, nogil=True)
+def _latency_buckets(values, counts, hist, least, most):
+    """Count the latencies (ms; ``counts[i]`` of ``values[i]``) per bucket, with each
+    bucket's least and greatest; False (counting stopped) at one not finite. The bucket is
+    the top 16 bits of the float (sign, exponent, 4 bits of mantissa): for latencies >= 0
+    it never decreases with the latency, 16 buckets per power of two."""
     word = np.zeros(1)
     bits = word.view(np.uint64)
-    for i in range(done.size):
-        lat = (done[i] - issue[i]) * 1e3
-        if not lat < np.inf or lat != lat:  # NaN or infinite
+    for i in range(values.size):
+        v = values[i]
+        if not v < np.inf or v != v:  # NaN or infinite
             return False
-        word[0] = lat if lat > 0.0 else 0.0  # no -0.0 or negative latency: a bucket >= 0
+        word[0] = v if v > 0.0 else 0.0  # no -0.0 or negative latency: a bucket >= 0
         b = bits[0] >> 48
-        hist[b] += 1
-        if lat < least[b]:
-            least[b] = lat
-        if lat > most[b]:
-            most[b] = lat
+        hist[b] += counts[i]
+        if v < least[b]:
+            least[b] = v
+        if v > most[b]:
+            most[b] = v
     return True
 
 
 @njit(cache=True, nogil=True)
-def _collect_latencies(issue, done, wanted, pool):
-    """The latencies (ms) of the wanted buckets, in READ order."""
+def _count_or_collect(values, counts, how, value_of, count_of, pool):
+    """The second pass over the latencies (ms; ``counts[i]`` of ``values[i]``): those of
+    the buckets to collect go to ``pool``; those of the buckets to count are counted value
+    by value in an open-addressed table (``value_of``, ``count_of``: 0 a free place) kept
+    at most half full. False when they have more values than that."""
     word = np.zeros(1)
     bits = word.view(np.uint64)
+    mask = value_of.size - 1
+    room = value_of.size // 2
     k = 0
-    for i in range(done.size):
-        lat = (done[i] - issue[i]) * 1e3
-        word[0] = lat if lat > 0.0 else 0.0
-        if wanted[bits[0] >> 48]:
-            pool[k] = lat
-            k += 1
+    for i in range(values.size):
+        v = values[i]
+        word[0] = v if v > 0.0 else 0.0
+        h = how[bits[0] >> 48]
+        if h == _COUNT:
+            word[0] = v + 0.0  # -0.0 and 0.0: one value
+            p = np.int64((bits[0] * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) & mask
+            while count_of[p] > 0 and value_of[p] != v:
+                p = (p + 1) & mask
+            if count_of[p] == 0:
+                if room == 0:
+                    return False
+                room -= 1
+                value_of[p] = v
+            count_of[p] += counts[i]
+        elif h == _COLLECT:
+            for _ in range(counts[i]):
+                pool[k] = v
+                k += 1
+    return True
 
 
 def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingResult:
     """Simulate the replay's READs and disk reads under ``params``. ``exact``: every event
-    in the exact loop (the short loop gives the same result; this checks it)."""
+    in the exact loop (the short loop gives the same result; this checks it).
+
+    The short loop keeps each READ's latency and the last reply's arrival, which is all a
+    summary needs; the READs' issue and completion times are then computed when first asked
+    for (:attr:`TimingResult.issue_s`), by the same run again."""
+    out = _run(params, inputs, exact, False, OP_RING)
+    if out[0] is not None:
+        return out[0]
+    return TimingResult(None, None, *out[2:],
+                        times=partial(_times_again, params, inputs, exact, out[1]))
+
+
+def _times_again(params: Params, inputs: TimingInputs, exact: bool, ring: int) -> TimingResult:
+    """:func:`run` again, keeping the READs' times (a module function, not a closure: a
+    result stays picklable)."""
+    return _run(params, inputs, exact, True, ring)[0]
+
+
+def _run(params: Params, inputs: TimingInputs, exact: bool, keep_times: bool,
+         op_ring_most: int) -> tuple:
+    """:func:`run` with disk reads in flight at most ``op_ring_most`` apart in a ring (more:
+    a place for every read). The exact loop, or the short loop with ``keep_times``, records
+    the READs' times: returns (the result, None). Else returns (None, the ring used, then
+    the result's fields but the times)."""
     n = int(inputs.time_ns.size)
     i64 = np.int64
     op_req = np.ascontiguousarray(inputs.op_request, i64)
@@ -306,7 +438,6 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
     half_rtt = params.rtt_us * 0.5e-6
     cpu_s = params.cpu_us * 1e-6
     cscan = params.scheduler in ("cscan", "tcq")  # tcq: the host's queue is an elevator
-    issue, done = _client_times(n)
 
     def disk() -> Disk:
         return new_disk(inputs, addr, op_file, op_off, op_len, params.merge,
@@ -319,15 +450,23 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
     short = params.nfsd >= slots and not exact and not per_file
     # places for the disk reads in flight: per-file processes issue their files' reads out
     # of order, so a place for each; one client issues them in order, so a ring
-    op_ring = _ring_size(op_req.size if per_file else min(op_req.size, OP_RING))
+    op_ring = _ring_size(op_req.size if per_file else min(op_req.size, op_ring_most))
+    times = n if keep_times or not short else 0
+    issue, done = _client_times(times), _client_times(times)
+    # the latencies as runs of one value, in the order the replies come: at most n
+    runs = n if short else 0
+    run_v, run_k = _client_times(runs), small_pages_empty(op_req, runs)
+    last_done = 0.0
     while True:
         d = disk()
         if short:
-            busy, disk_end, status = simulate(arrive, nbytes, i64(params.rsize), file, offset,
-                                              op_req, op_sync, op_off, op_len, slots, half_rtt,
-                                              rate, cpu_s, nfiles, cscan, ext, d, issue, done,
-                                              op_ring)
+            busy, disk_end, status, last_done, hist, bounds, finite, nrun = simulate(
+                arrive, nbytes, i64(params.rsize), file, offset, op_req, op_sync, op_off,
+                op_len, slots, half_rtt, rate, cpu_s, nfiles, cscan, ext, d, issue, done,
+                run_v, run_k, op_ring)
         else:
+            if issue.size < n:  # the short loop gave up: the exact loop keeps the times
+                issue, done = _client_times(n), _client_times(n)
             busy, disk_end, status = simulate_exact(arrive, nbytes, i64(params.rsize), file,
                                                     offset, op_req, op_sync, op_off, op_len,
                                                     slots, half_rtt, rate, cpu_s,
@@ -339,16 +478,30 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
             op_ring = _ring_size(op_req.size)
         else:  # a tie the short loop cannot order
             short = False
-    return TimingResult(issue, done, float(busy), float(disk_end), int(nbytes.sum()),
-                        int(op_len.sum()), int(op_len.size - d.blk[1]))
+    fields = (float(busy), float(disk_end), _total(nbytes), _total(op_len),
+              int(op_len.size - d.blk[1]))
+    if not short or keep_times:
+        return TimingResult(issue, done, *fields), None
+    counts = (hist, bounds[0], bounds[1]) if finite else None
+    return None, op_ring, *fields, (run_v[:nrun], run_k[:nrun]), float(last_done), counts
+
+
+@njit(cache=True, nogil=True)
+def _total(a):
+    """The sum of an integer array as an int64 (no int64 copy of an int32 array)."""
+    t = 0
+    for x in a:
+        t += x
+    return t
 
 
 @njit(cache=True, nogil=True)
 def _client_times(n):
-    """Room for the READs' issue and completion times. Allocated here, not by numpy: numpy
-    asks the kernel for transparent huge pages for arrays this large (madvise), and fresh
-    huge pages cost more system time than small ones (docs/timing.md, Speed)."""
-    return np.empty(n), np.empty(n)
+    """Room for one per-READ figure (issue or completion time, latency). Allocated here,
+    not by numpy: numpy asks the kernel for transparent huge pages for arrays this large
+    (madvise), and fresh huge pages cost more system time than small ones (docs/timing.md,
+    Speed)."""
+    return np.empty(n)
 
 
 @njit(cache=True, nogil=True)
@@ -626,6 +779,25 @@ def _server_has(x, slot, file, offset, nbytes, op_sync, op_off, op_len, d, dq_he
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _waits_for_none(x, slot, file, offset, nbytes, op_off, op_len, w):
+    """:func:`_server_has`'s look-back for READ x (in ``slot``) with no disk read of its
+    own, without its effects: whether no read of its file in flight holds its bytes."""
+    a = offset[x]
+    b = a + nbytes[x]
+    if b > a:
+        oldest = w.file_ops_before[slot] - LOOKBACK
+        mask = w.op_rank.size - 1
+        j = w.live_tail[file[x]]
+        while j != NO_LINK:  # every read in flight was issued before x's (it has none)
+            if w.op_rank[j & mask] < oldest:
+                break
+            if op_off[j] < b and a < op_off[j] + op_len[j]:
+                return False
+            j = w.live_prev[j & mask]
+    return True
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _wait_for(j, r, slot, w, free):
     """READ r (in ``slot``) waits for disk read j: a node from the free list into j's list
     of waiters, kept in READ order (CPU events come nearly in READ order: almost always an
@@ -706,6 +878,47 @@ def _send(r, now, nbytes, rate, link_free):
     the wire (the wire is free again then)."""
     start = now if now > link_free else link_free
     return start + (nbytes[r] / rate if rate > 0 else 0.0)
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _replied(x, slot, t, issued_at, done, keep_times, last_done, run, run_len, hist, bounds,
+             word, bits, runs):
+    """:func:`_short_loop`: READ x (in ``slot``) has its reply at time t: its latency (ms)
+    and, with ``keep_times``, its completion. The latencies are kept and counted as
+    :func:`_latency_buckets` counts them a run of one value at a time (``run``,
+    ``run_len``; :func:`_count_run`). Returns the latest reply so far and the run."""
+    v = (t - issued_at[slot]) * 1e3
+    if keep_times:
+        done[x] = t
+    if run_len > 0 and v == run:
+        run_len += 1
+    else:
+        if run_len > 0:
+            _count_run(run, run_len, hist, bounds, word, bits, runs)
+        run = v
+        run_len = 1
+    return (t if t > last_done else last_done), run, run_len
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _count_run(v, k, hist, bounds, word, bits, runs):
+    """Keep ``k`` latencies of value ``v`` (``runs``: values, counts and how many runs so
+    far) and count them in their bucket (``hist``; least and greatest in ``bounds``);
+    ``word[1]`` set at one not finite. ``bits``: ``word[:1]`` as uint64."""
+    run_v, run_k, nrun = runs
+    i = nrun[0]
+    run_v[i] = v
+    run_k[i] = k
+    nrun[0] = i + 1
+    if not v < np.inf or v != v:  # NaN or infinite
+        word[1] = 1.0
+    word[0] = v if v > 0.0 else 0.0  # no -0.0 or negative latency: a bucket >= 0
+    b = bits[0] >> 48
+    hist[b] += k
+    if v < bounds[0, b]:
+        bounds[0, b] = v
+    if v > bounds[1, b]:
+        bounds[1, b] = v
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -1061,35 +1274,56 @@ def _idle(d, now, head, tail):
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
 def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
-             half_rtt, rate, cpu_s, nfiles, cscan, extent_bytes, d, issue, done, op_ring):
+             half_rtt, rate, cpu_s, nfiles, cscan, extent_bytes, d, issue, done, run_v, run_k,
+             op_ring):
     """The events of a run where no READ waits for an nfsd thread (the caller checks): fills
-    ``issue`` and ``done`` (client times, s) and returns the disk's busy seconds, when it
-    finished its last read, and a status: DONE; TIE when a CPU event and the disk's fell at
-    the same time (then nothing returned holds: run :func:`simulate_exact`); RING_FULL when
+    ``run_v``, ``run_k`` with the READs' latencies at the client (ms: (done - issue) * 1e3)
+    as runs of one value, in the order the replies came, and, unless they are empty,
+    ``issue`` and ``done`` (client times, s); returns the disk's busy seconds, when it
+    finished its last read, a status, the last reply's arrival, the latencies counted as
+    :func:`_latency_buckets` counts them (per bucket; each bucket's least and greatest;
+    whether all were finite) and how many runs. Status: DONE; TIE when a CPU event and the
+    disk's fell at the same time (then nothing returned holds: run :func:`simulate_exact`); RING_FULL when
     reads more than ``op_ring`` (a power of 2) apart were in flight at once (:class:`Waits`;
     run again with a larger ring). ``arrive``: per READ the earliest issue time (s), or
     empty (no think time). Allocates the loop's state and runs :func:`_short_loop`."""
     ring = _ring_size(slots)  # queues of at most slots events, indexed modulo a power of 2
-    return _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len,
-                       slots, half_rtt, rate, cpu_s, cscan, extent_bytes, d, issue, done,
-                       new_waits(op_req, nfiles, slots, op_ring),
-                       np.arange(slots - 1, -1, -1, dtype=np.int64), np.empty(slots, np.int64),
-                       np.empty(slots, np.int64), np.zeros(ring), np.empty(ring),
-                       np.empty(ring, np.int64), np.empty(ring, np.int64),
-                       np.empty(ring, np.int64))
+    hist = np.zeros(_LAT_BUCKETS, np.int64)
+    bounds = np.empty((2, _LAT_BUCKETS))
+    bounds[0] = np.inf
+    bounds[1] = -np.inf
+    word = np.zeros(2)
+    nrun = np.zeros(1, np.int64)
+    busy, disk_end, status, last_done = _short_loop(
+        arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len,
+        slots, half_rtt, rate, cpu_s, cscan, extent_bytes, d, issue, done,
+        new_waits(op_req, nfiles, slots, op_ring),
+        np.arange(slots - 1, -1, -1, dtype=np.int64), np.empty(slots, np.int64),
+        np.empty(slots, np.int64), np.zeros(ring), np.empty(ring),
+        np.empty(ring, np.int64), np.empty(ring, np.int64),
+        np.empty(ring, np.int64), np.empty(slots), hist, bounds, word,
+        word[:1].view(np.uint64), (run_v, run_k, nrun))
+    return busy, disk_end, status, last_done, hist, bounds, word[1] == 0.0, nrun[0]
 
 
 @njit(nogil=True, _nrt=False)  # cached on disk by the replay, keyed by sources
 def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
                 half_rtt, rate, cpu_s, cscan, extent_bytes, d, issue, done, w, free_slot,
-                ready_r, ready_slot, free_at, cpu_t, cpu_r, cpu_slot, no_seq):
+                ready_r, ready_slot, free_at, cpu_t, cpu_r, cpu_slot, no_seq, issued_at, hist,
+                bounds, word, bits, runs):
     """:func:`simulate`'s loop, over state allocated for it: without reference counting
     (``_nrt=False``), the disk queue's helpers are inlined into it rather than called with
     every array of the drive model and the queue as arguments. ``free_slot``: slot numbers
     free for the next READs (a stack; all, top first); ``ready_*``: ``slots`` entries;
-    ``free_at`` (zeros), ``cpu_*`` and ``no_seq``: rings of ``_ring_size(slots)``."""
+    ``free_at`` (zeros), ``cpu_*`` and ``no_seq``: rings of ``_ring_size(slots)``;
+    ``issued_at``: the issue time of the READ in each slot. The READs' times are written
+    only if ``issue`` is not empty (their latencies always: a summary needs no more)."""
     n = nbytes.size
     think = arrive.size > 0
+    keep_times = issue.size > 0
+    last_done = 0.0
+    run = 0.0  # the latencies' run of one value not yet counted (_replied)
+    run_len = 0
     mask = free_at.size - 1
     node_free = 0
     op_ptr = 0
@@ -1115,6 +1349,47 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
     head_addr = np.int64(0)
     busy = 0.0
     while True:
+        # the fast pass: one READ to issue and no other CPU event. While each READ's CPU
+        # event comes before anything else (the disk's next event, or the disk idle with
+        # nothing to start) and the READ replies at it (no disk read of its own, none of its
+        # file's in flight over its bytes), its reply frees the slot the next READ takes:
+        # the same steps as below, in the same order, without the queue of CPU events
+        while cpu_len == 0 and nxt + 1 == known and nxt < n:
+            t = free_at[nxt & mask]
+            if think and arrive[nxt] > t:
+                t = arrive[nxt]
+            if last_issue > t:
+                t = last_issue
+            if keep_times:
+                issue[nxt] = t
+            last_issue = t
+            nfree -= 1
+            slot = free_slot[nfree]
+            issued_at[slot] = t
+            lo = op_ptr
+            op_ptr = _issued(nxt, slot, file, op_req, d.op_file, op_ptr, w)
+            if op_ptr == NO_LINK:
+                return busy, disk_free_at, RING_FULL, last_done
+            t = (t + half_rtt) + cpu_s * _rpcs(nbytes[nxt], rsize)
+            x = nxt
+            nxt += 1
+            if (op_ptr != lo or (t >= disk_t if disk_busy
+                                 else _disk_has_work(d, dq_head, dq_tail))
+                    or not _waits_for_none(x, slot, file, offset, nbytes, op_off, op_len, w)):
+                cpu_t[cpu_head] = t  # its CPU event, for the loop below
+                cpu_r[cpu_head] = x
+                cpu_slot[cpu_head] = slot
+                cpu_len = 1
+                break
+            w.pending[slot] = 0
+            link_free = _send(x, t, nbytes, rate, link_free)
+            last_done, run, run_len = _replied(x, slot, link_free + half_rtt, issued_at,
+                                               done, keep_times, last_done, run, run_len, hist,
+                                               bounds, word, bits, runs)
+            free_at[known & mask] = link_free + half_rtt
+            known += 1
+            free_slot[nfree] = slot
+            nfree += 1
         # issue every READ whose slot is known: at the later of its slot, its trace time
         # and the READ before; it reaches the server half a round trip later and has its
         # thread at once
@@ -1124,13 +1399,15 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 t = arrive[nxt]
             if last_issue > t:
                 t = last_issue
-            issue[nxt] = t
+            if keep_times:
+                issue[nxt] = t
             last_issue = t
             nfree -= 1
             slot = free_slot[nfree]
+            issued_at[slot] = t
             op_ptr = _issued(nxt, slot, file, op_req, d.op_file, op_ptr, w)
             if op_ptr == NO_LINK:
-                return busy, disk_free_at, RING_FULL
+                return busy, disk_free_at, RING_FULL, last_done
             t = (t + half_rtt) + cpu_s * _rpcs(nbytes[nxt], rsize)
             q = (cpu_head + cpu_len) & mask
             if cpu_len == 0 or cpu_t[(q - 1) & mask] <= t:  # in time order: append
@@ -1143,7 +1420,7 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
             nxt += 1
         if cpu_len > 0:
             if disk_busy and cpu_t[cpu_head] == disk_t:
-                return busy, disk_free_at, TIE
+                return busy, disk_free_at, TIE, last_done
             is_cpu = not disk_busy or cpu_t[cpu_head] < disk_t
         elif disk_busy:
             is_cpu = False
@@ -1160,8 +1437,10 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                                              node_free)
             if w.pending[slot] == 0:
                 link_free = _send(x, now, nbytes, rate, link_free)
-                done[x] = link_free + half_rtt
-                free_at[known & mask] = done[x]
+                last_done, run, run_len = _replied(x, slot, link_free + half_rtt, issued_at,
+                                                   done, keep_times, last_done, run, run_len,
+                                                   hist, bounds, word, bits, runs)
+                free_at[known & mask] = link_free + half_rtt
                 known += 1
                 free_slot[nfree] = slot
                 nfree += 1
@@ -1175,8 +1454,10 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
             for i in range(nready):  # they reply, in that order
                 r = ready_r[i]
                 link_free = _send(r, now, nbytes, rate, link_free)
-                done[r] = link_free + half_rtt
-                free_at[known & mask] = done[r]
+                last_done, run, run_len = _replied(r, ready_slot[i], link_free + half_rtt,
+                                                   issued_at, done, keep_times, last_done,
+                                                   run, run_len, hist, bounds, word, bits, runs)
+                free_at[known & mask] = link_free + half_rtt
                 known += 1
                 free_slot[nfree] = ready_slot[i]
                 nfree += 1
@@ -1194,7 +1475,9 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 disk_busy = True
                 disk_t = now + service
                 disk_op = NO_LINK
-    return busy, disk_free_at, DONE
+    if run_len > 0:
+        _count_run(run, run_len, hist, bounds, word, bits, runs)
+    return busy, disk_free_at, DONE, last_done
 
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
