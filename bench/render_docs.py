@@ -136,6 +136,16 @@ kernels; sampling starts after the warm-up). What it found so far, and what was 
   1.9x a replay (its tree questions and commits wait on memory), and the reference
   schedules cost 0.85x a replay, most of it the disk model's run over aggressive's ~1 M
   one-block reads; 3x with them needs that run sampled or the oracle's bookkeeping cheaper.
+  Session 9 (2026-11-27; CPU seconds per phase under contention, identical results on 466
+  cases, `bench/bound_identity.py`; docs/bound.md "Speed"): the reference schedules' disk
+  time in one kernel without reference counting (0.11 -> 0.09 s), aggressive's heap of live
+  blocks only, the oracle's slack tree a flat array with unsigned indices (no negative-index
+  checks, no run-time row stride), unsigned indices in the heap walks, the oracle's READ
+  bounds made in the numbering passes. `bench/bench_bound.py` after it, on the quiet
+  machine, two runs: 3.10x (section *bound* below, medians of 9) and, a few minutes before,
+  2.99x (medians of 5) one replay; 2.37x and 2.29x without the reference schedules. At the target, not
+  reliably below it: the oracle's replay is still ~1.8x a replay (engine loop 30 %, commits
+  21 %, a read's questions 16 %, cache inserts 8 % of it), the reference schedules ~0.65x.
 * Session 5, the closed-loop timing model (target: it adds at most 30 % to the full replay;
   the replay section's figure "full + closed-loop timing against full"). Measured 2026-11-26
   with `bench/ab_timing.py --speed 3` (2 M READs of the replay benchmark's stream, base
@@ -185,9 +195,8 @@ kernels; sampling starts after the warm-up). What it found so far, and what was 
   the loop itself ~70 ms, most of it the per-READ chain from a reply to the next READ's
   issue and CPU event (the look-back is 0.58 steps a READ); the drive model ~20 ms; the
   percentiles ~18 ms; the replay's copies of the disk reads and the other passes over the
-  READs ~15 ms. Not done: dropping the per-READ `issue_s`/`done_s` when only a summary is
-  kept (their 32 MB of fresh pages cost 4-6 ms here, and the percentiles need the
-  latencies anyway).
+  READs ~15 ms. (Dropping the per-READ `issue_s`/`done_s` when only a summary is kept was
+  left for the fourth pass, below.)
   `bench/bench_replay.py` after this pass (20 M READs, 5 interleaved rounds, the quiet
   machine; section *replay* below): `full` 11.5 M READs/s, `full+closed-loop` 5.15, a ratio
   of 0.447 against the target's 0.77 (0.41 before): at 20 M READs the model adds 124 % (at
@@ -208,6 +217,19 @@ kernels; sampling starts after the warm-up). What it found so far, and what was 
   READ is more than the 30 % budget (~26 ns a READ); reaching it needs a redesign (the READs
   the cache served, with nothing of theirs in flight, run in a tight pass between disk
   events; latencies counted as the loop writes them).
+  Fourth pass (2026-11-27; docs/timing.md "Speed" has the A/B runs, made under
+  contention): a fast pass for a READ the cache served when its CPU event is the next
+  event (1.0 M of the benchmark's 2 M READs); the short loop keeps each READ's latency, as
+  runs of one value, and the last reply, not the READs' times (`TimingResult.issue_s` and
+  `done_s` are computed when first asked for, by the same run again); the latencies counted
+  into the percentiles' buckets as they are found; a crowded bucket counted value by value.
+  Results identical (`bench/ab_timing.py --rel 0`, every case and spec). The model's run and
+  summary: 64-65 -> 47 ns a READ at 20 M READs. `bench/bench_replay.py` after it, quiet
+  machine: `full` 11.6 M READs/s, `full+closed-loop` 7.23: a ratio of 0.62 (the model adds
+  61 % at 20 M READs, 89 % before) against the target's 0.77. Still missed: the loop's
+  ~21 ns per cache-served READ and ~220 ns per disk read (of which ~50 ns is the drive
+  model) are above the budget; the other 1.0 M READs arrive while other CPU events are
+  queued and take the general path.
 * Session 6, linux-6 against linux-3.12 (target: within 1.3x, a speed ratio >= 0.77). perf
   showed `filemap_read`, called once per READ, taking the whole replay state (~150 machine
   words) on the stack; inlined into the serve step (cold compile of a linux-6 loop 32 -> 38 s
