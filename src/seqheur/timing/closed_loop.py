@@ -952,6 +952,18 @@ def _ring_size(slots):
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _issue_time(r, free_at, mask, think, arrive, last_issue):
+    """When READ ``r`` is issued: the later of its slot's release (``free_at``, a ring), its
+    trace time (with think time) and the READ before's issue (the client issues in order)."""
+    t = free_at[r & mask]
+    if think and arrive[r] > t:
+        t = arrive[r]
+    if last_issue > t:
+        t = last_issue
+    return t
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _rpcs(nbytes, rsize):
     """RPCs of a READ of ``nbytes``: ceil(nbytes / rsize), at least one."""
     return (nbytes + rsize - 1) // rsize if nbytes > rsize else 1
@@ -1355,11 +1367,7 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
         # file's in flight over its bytes), its reply frees the slot the next READ takes:
         # the same steps as below, in the same order, without the queue of CPU events
         while cpu_len == 0 and nxt + 1 == known and nxt < n:
-            t = free_at[nxt & mask]
-            if think and arrive[nxt] > t:
-                t = arrive[nxt]
-            if last_issue > t:
-                t = last_issue
+            t = _issue_time(nxt, free_at, mask, think, arrive, last_issue)
             if keep_times:
                 issue[nxt] = t
             last_issue = t
@@ -1394,11 +1402,7 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
         # and the READ before; it reaches the server half a round trip later and has its
         # thread at once
         while nxt < known and nxt < n:
-            t = free_at[nxt & mask]
-            if think and arrive[nxt] > t:
-                t = arrive[nxt]
-            if last_issue > t:
-                t = last_issue
+            t = _issue_time(nxt, free_at, mask, think, arrive, last_issue)
             if keep_times:
                 issue[nxt] = t
             last_issue = t
