@@ -194,19 +194,24 @@ def next_uses(ids, n_ids):
 @njit(cache=True, nogil=True)
 def next_and_previous_uses(ids, n_ids):
     """:func:`next_uses` and, in the same pass, for each reference the index of the previous
-    reference to the same block (-1: none)."""
+    reference to the same block (-1: none), each block's first reference (and a 0 after
+    them: every block of ``0..n_ids-1`` is referenced) and :func:`longest_reuse` (passes of
+    their own cost 0.012 s more on the benchmark's 2 M READs)."""
     n = ids.shape[0]
     nxt = np.empty(n, np.int64)
     prev = np.empty(n, np.int64)
-    last = np.full(n_ids, n, np.int64)
+    last = np.full(n_ids + 1, n, np.int64)
+    most = 0
     for i in range(n - 1, -1, -1):
         j = last[ids[i]]
         nxt[i] = j
         prev[i] = -1  # until an earlier reference to the block is met
         if j < n:
             prev[j] = i
+            most = max(most, j - i)
         last[ids[i]] = i
-    return nxt, prev
+    last[n_ids] = 0
+    return nxt, prev, last, most
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -643,7 +648,8 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
     cons = None
     bel = bel_d = distinct
     lru = distinct  # every block missed once: a cache that holds them all
-    if lru_cache is not None and longest_reuse(nxt) > cap:
+    if lru_cache is not None and (refs.longest if refs.longest is not None
+                                  else longest_reuse(nxt)) > cap:
         # else every re-reference comes at most C references after the last one to its
         # block, so fewer than C other blocks were touched in between: an LRU hit
         lru = int(C.lru_misses(rf, rb, lru_cache))

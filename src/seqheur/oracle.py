@@ -226,19 +226,6 @@ class OracleWorld(NamedTuple):
 # the future, precomputed
 
 
-@njit(cache=True, nogil=True)
-def first_uses(ids, prev, ends, n_ids):
-    """Each block's first reference (and a 0 after them) and its ``ends``, from the
-    references' previous uses (-1: none): :attr:`Future.walk` and :attr:`Future.walk_end`."""
-    first = np.zeros(n_ids + 1, np.int64)
-    first_end = np.zeros(n_ids, np.int64)
-    for i in range(ids.shape[0]):
-        if prev[i] < 0:
-            first[ids[i]] = i
-            first_end[ids[i]] = ends[i]
-    return first, first_end
-
-
 class Refs(NamedTuple):
     """A trace's demand references (:func:`seqheur.bound.demand_refs`) and their blocks'
     identities, computed once and shared by the bound, the oracle and the reference
@@ -252,6 +239,8 @@ class Refs(NamedTuple):
     start: np.ndarray | None = None  # int64[requests]: each READ's first reference
     end: np.ndarray | None = None  # int64[refs]: the last block of each reference's READ
     prev: np.ndarray | None = None  # int64[refs]: the previous reference to the same block
+    first: np.ndarray | None = None  # int64[distinct + 1]: each block's first reference, a 0
+    longest: int | None = None  # bound.longest_reuse of nxt
 
 
 @njit(cache=True, nogil=True)
@@ -299,8 +288,8 @@ def refs_of(stream: ReadStream, sizes: np.ndarray, block_size: int,
         uniq, ids = uniq.astype(np.int64), ids.astype(np.int64)
     if not reads:
         return Refs(rf, rb, uniq, ids, next_uses(ids, uniq.size))
-    nxt, prev = next_and_previous_uses(ids, uniq.size)
-    return Refs(rf, rb, uniq, ids, nxt, start, end, prev)
+    nxt, prev, first, longest = next_and_previous_uses(ids, uniq.size)
+    return Refs(rf, rb, uniq, ids, nxt, start, end, prev, first, int(longest))
 
 
 def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_blocks: int,
@@ -311,7 +300,8 @@ def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_bloc
     if refs is None or refs.prev is None:
         refs = refs_of(stream, sizes, block_size, reads=True)
     limits = limits_of(cache_blocks)
-    first, first_end = first_uses(refs.ids, refs.prev, refs.end, refs.keys.size)
+    first = refs.first.copy()  # Future.walk (next_use moves it); walk_end: those READ ends
+    first_end = refs.end[first[:-1]]
     window = np.zeros((3, limits.size), np.int64)
     window[0] = -1
     return Future(ref0=refs.start, rfile=np.ascontiguousarray(stream.file, dtype=np.int32),
