@@ -226,6 +226,19 @@ class OracleWorld(NamedTuple):
 # the future, precomputed
 
 
+@njit(cache=True, nogil=True)
+def _walk_start(first, ends):
+    """:attr:`Future.walk` (a copy of ``first``: next_use moves it) and
+    :attr:`Future.walk_end`, in one pass (numpy's gather took 2.5% of the oracle's time)."""
+    walk = np.empty_like(first)
+    walk_end = np.empty(first.shape[0] - 1, np.int64)
+    for j in range(walk_end.shape[0]):
+        walk[j] = first[j]
+        walk_end[j] = ends[first[j]]
+    walk[-1] = first[-1]
+    return walk, walk_end
+
+
 class Refs(NamedTuple):
     """A trace's demand references (:func:`seqheur.bound.demand_refs`) and their blocks'
     identities, computed once and shared by the bound, the oracle and the reference
@@ -300,8 +313,7 @@ def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_bloc
     if refs is None or refs.prev is None:
         refs = refs_of(stream, sizes, block_size, reads=True)
     limits = limits_of(cache_blocks)
-    first = refs.first.copy()  # Future.walk (next_use moves it); walk_end: those READ ends
-    first_end = refs.end[first[:-1]]
+    first, first_end = _walk_start(refs.first, refs.end)
     window = np.zeros((3, limits.size), np.int64)
     window[0] = -1
     return Future(ref0=refs.start, rfile=np.ascontiguousarray(stream.file, dtype=np.int32),
