@@ -1511,6 +1511,17 @@ def fetch_seconds(fetched, rf, rb, eof, bs, ext_first, ext_base, extent_bytes, i
     return total
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def _span(a):
+    """``a.max() - a.min()`` of a non-empty array in one pass over it (numpy makes two)."""
+    lo = a[0]
+    hi = a[0]
+    for i in range(1, a.shape[0]):
+        lo = min(lo, a[i])
+        hi = max(hi, a[i])
+    return hi - lo
+
+
 def reference_schedules(stream: ReadStream, sizes: np.ndarray | None, *, cache_blocks: int,
                         block_size: int, model: Any, fetch_time: int | None = None,
                         refs: Refs | None = None, conservative: Any = None) -> dict[str, Any]:
@@ -1528,7 +1539,7 @@ def reference_schedules(stream: ReadStream, sizes: np.ndarray | None, *, cache_b
     rf, rb, uniq, ids, nxt = refs.file, refs.block, refs.keys, refs.ids, refs.nxt
     if fetch_time is None:
         fetch_time = 1
-        span = float(stream.time_ns.max() - stream.time_ns.min()) if len(stream) else 0.0
+        span = float(_span(stream.time_ns)) if len(stream) else 0.0
         if model is not None and span > 0 and ids.size:
             block_s = float(model.fparams[3] + model.fparams[1]
                             + block_size / model.zone_rate.max())
