@@ -952,15 +952,25 @@ def _ring_size(slots):
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
-def _issue_time(r, free_at, mask, think, arrive, last_issue):
-    """When READ ``r`` is issued: the later of its slot's release (``free_at``, a ring), its
-    trace time (with think time) and the READ before's issue (the client issues in order)."""
+def _issue(r, free_at, mask, think, arrive, last_issue, keep_times, issue, free_slot, nfree,
+           issued_at, file, op_req, op_file, op_ptr, w, half_rtt, cpu_s, nbytes, rsize):
+    """Issue READ ``r`` into a free slot: at the later of its slot's release (``free_at``, a
+    ring), its trace time (with think time) and the READ before's issue (the client issues
+    in order). Returns (its issue time, when it reaches its nfsd's CPU, its slot, the free
+    slots left, the disk reads' pointer from :func:`_issued`: ``NO_LINK`` if the ring of
+    reads in flight is full)."""
     t = free_at[r & mask]
     if think and arrive[r] > t:
         t = arrive[r]
     if last_issue > t:
         t = last_issue
-    return t
+    if keep_times:
+        issue[r] = t
+    nfree -= 1
+    slot = free_slot[nfree]
+    issued_at[slot] = t
+    op_ptr = _issued(r, slot, file, op_req, op_file, op_ptr, w)
+    return t, (t + half_rtt) + cpu_s * _rpcs(nbytes[r], rsize), slot, nfree, op_ptr
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -1367,18 +1377,13 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
         # file's in flight over its bytes), its reply frees the slot the next READ takes:
         # the same steps as below, in the same order, without the queue of CPU events
         while cpu_len == 0 and nxt + 1 == known and nxt < n:
-            t = _issue_time(nxt, free_at, mask, think, arrive, last_issue)
-            if keep_times:
-                issue[nxt] = t
-            last_issue = t
-            nfree -= 1
-            slot = free_slot[nfree]
-            issued_at[slot] = t
             lo = op_ptr
-            op_ptr = _issued(nxt, slot, file, op_req, d.op_file, op_ptr, w)
+            last_issue, t, slot, nfree, op_ptr = _issue(
+                nxt, free_at, mask, think, arrive, last_issue, keep_times, issue, free_slot,
+                nfree, issued_at, file, op_req, d.op_file, op_ptr, w, half_rtt, cpu_s, nbytes,
+                rsize)
             if op_ptr == NO_LINK:
                 return busy, disk_free_at, RING_FULL, last_done
-            t = (t + half_rtt) + cpu_s * _rpcs(nbytes[nxt], rsize)
             x = nxt
             nxt += 1
             if (op_ptr != lo or (t >= disk_t if disk_busy
@@ -1402,17 +1407,12 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
         # and the READ before; it reaches the server half a round trip later and has its
         # thread at once
         while nxt < known and nxt < n:
-            t = _issue_time(nxt, free_at, mask, think, arrive, last_issue)
-            if keep_times:
-                issue[nxt] = t
-            last_issue = t
-            nfree -= 1
-            slot = free_slot[nfree]
-            issued_at[slot] = t
-            op_ptr = _issued(nxt, slot, file, op_req, d.op_file, op_ptr, w)
+            last_issue, t, slot, nfree, op_ptr = _issue(
+                nxt, free_at, mask, think, arrive, last_issue, keep_times, issue, free_slot,
+                nfree, issued_at, file, op_req, d.op_file, op_ptr, w, half_rtt, cpu_s, nbytes,
+                rsize)
             if op_ptr == NO_LINK:
                 return busy, disk_free_at, RING_FULL, last_done
-            t = (t + half_rtt) + cpu_s * _rpcs(nbytes[nxt], rsize)
             q = (cpu_head + cpu_len) & mask
             if cpu_len == 0 or cpu_t[(q - 1) & mask] <= t:  # in time order: append
                 cpu_t[q] = t
