@@ -191,16 +191,27 @@ def next_uses(ids, n_ids):
     return nxt
 
 
-@njit(cache=True, nogil=True)
 def next_and_previous_uses(ids, n_ids):
     """:func:`next_uses` and, in the same pass, for each reference the index of the previous
     reference to the same block (-1: none), each block's first reference (and a 0 after
     them: every block of ``0..n_ids-1`` is referenced) and :func:`longest_reuse` (passes of
-    their own cost 0.012 s more on the benchmark's 2 M READs)."""
+    their own cost 0.012 s more on the benchmark's 2 M READs). The arrays are numpy's
+    (:func:`_link_uses` fills them): numpy asks for huge pages for large ones, so when the
+    allocator has given the heap's top back between calls, faulting them in again costs a
+    few hundred page faults rather than tens of thousands."""
     n = ids.shape[0]
     nxt = np.empty(n, np.int64)
     prev = np.empty(n, np.int64)
     last = np.full(n_ids + 1, n, np.int64)
+    most = _link_uses(ids, nxt, prev, last)
+    return nxt, prev, last, int(most)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _link_uses(ids, nxt, prev, last):
+    """:func:`next_and_previous_uses`' pass (``last``: ``n`` for each of the ``n_ids``
+    blocks, and one more entry); returns the longest reuse."""
+    n = ids.shape[0]
     most = 0
     for i in range(n - 1, -1, -1):
         j = last[ids[i]]
@@ -210,8 +221,8 @@ def next_and_previous_uses(ids, n_ids):
             prev[j] = i
             most = max(most, j - i)
         last[ids[i]] = i
-    last[n_ids] = 0
-    return nxt, prev, last, most
+    last[last.shape[0] - 1] = 0
+    return most
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -368,17 +379,22 @@ def first_references(ids, n_ids):
     return out[:m]
 
 
-@njit(cache=True, nogil=True)
 def first_references_of(prev, n_ids):
     """:func:`first_references` from the references' previous uses (-1: none): one
-    sequential pass, no lookup per reference (0.005 -> 0.002 s on the benchmark's trace)."""
+    sequential pass, no lookup per reference (0.005 -> 0.002 s on the benchmark's trace);
+    the array is numpy's (:func:`next_and_previous_uses` says why)."""
     out = np.empty(n_ids, np.int64)
+    return out[:_first_references_into(prev, out)]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _first_references_into(prev, out):
     m = 0
     for i in range(prev.shape[0]):
         if prev[i] < 0:
             out[m] = i
             m += 1
-    return out[:m]
+    return m
 
 
 @njit(cache=True, nogil=True)
@@ -495,13 +511,13 @@ def _zone_of(zone_start, addr):
     return max(lo - 1, 0)
 
 
-@njit(cache=True, nogil=True)
-def _transfer(addr, ln, base, owner, n_blocks, bs, longest, ra, zone_start, span_max):
+@njit(cache=True, nogil=True, _nrt=False)
+def _transfer(addr, ln, base, owner, bs, longest, ra, zone_start, span_max, piece_s,
+              block_s):
     """Term 1 of the module docstring: per piece, its bytes at the fastest rate of the zones
     a read covering it may start in (``span_max[first, last]``: the fastest of zones first
-    to last), and per block the sum of its pieces'."""
-    piece_s = np.empty(addr.shape[0])
-    block_s = np.zeros(n_blocks)
+    to last), into ``piece_s``, and per block the sum of its pieces', into ``block_s``
+    (zeros)."""
     for i in range(addr.shape[0]):
         lo = addr[i] - longest - ra
         if addr[i] - base[i] >= bs:
@@ -509,25 +525,24 @@ def _transfer(addr, ln, base, owner, n_blocks, bs, longest, ra, zone_start, span
         rate = span_max[_zone_of(zone_start, lo), _zone_of(zone_start, addr[i] + ln[i] - 1)]
         piece_s[i] = ln[i] / rate
         block_s[owner[i]] += piece_s[i]
-    return piece_s, block_s
 
 
-@njit(cache=True, nogil=True)
-def _gaps_in_order(addr, ln):
+@njit(cache=True, nogil=True, _nrt=False)
+def _gaps_in_order(addr, ln, out):
     """The gaps between runs of pieces (each piece's start less the furthest end before it,
-    when positive), if the pieces are in address order (else None)."""
+    when positive) into ``out``, if the pieces are in address order: their number (else
+    -1)."""
     m = addr.shape[0]
-    out = np.empty(max(m - 1, 0), np.int64)
     k = 0
     end = addr[0] + ln[0] if m else 0
     for i in range(1, m):
         if addr[i] < addr[i - 1]:
-            return None
+            return -1
         if addr[i] > end:
             out[k] = addr[i] - end
             k += 1
         end = max(end, addr[i] + ln[i])
-    return out[:k]
+    return k
 
 
 def drive_cache_blocks(model: Any, block_size: int) -> int:
@@ -566,12 +581,16 @@ def disk_bound(model: Any, sizes: np.ndarray, keys: np.ndarray, block_size: int
     nz = zr.size
     span_max = np.array([[zr[i:max(i, j) + 1].max() for j in range(nz)] for i in range(nz)],
                         np.float64)
-    piece_s, block_s = _transfer(addr, ln, base, owner, keys.size, np.int64(bs),
-                                 np.int64(longest), np.int64(ra),
-                                 np.ascontiguousarray(model.zone_start), span_max)
+    # numpy's arrays, not numba's (next_and_previous_uses says why)
+    piece_s, block_s = np.empty(m), np.zeros(keys.size)
+    _transfer(addr, ln, base, owner, np.int64(bs), np.int64(longest), np.int64(ra),
+              np.ascontiguousarray(model.zone_start), span_max, piece_s, block_s)
     # 2. gaps between runs, in address order (a contiguous layout has them so already)
-    gaps = _gaps_in_order(addr, ln)
-    if gaps is None:
+    gaps = np.empty(max(m - 1, 0), np.int64)
+    k = _gaps_in_order(addr, ln, gaps)
+    if k >= 0:
+        gaps = gaps[:k]
+    else:
         order = np.argsort(addr, kind="stable")
         a_sorted, e_sorted = addr[order], (addr + ln)[order]
         gaps = a_sorted[1:] - np.maximum.accumulate(e_sorted)[:-1]

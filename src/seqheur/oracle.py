@@ -226,17 +226,22 @@ class OracleWorld(NamedTuple):
 # the future, precomputed
 
 
-@njit(cache=True, nogil=True)
 def _walk_start(first, ends):
     """:attr:`Future.walk` (a copy of ``first``: next_use moves it) and
-    :attr:`Future.walk_end`, in one pass (numpy's gather took 2.5% of the oracle's time)."""
+    :attr:`Future.walk_end`, in one pass (numpy's gather took 2.5% of the oracle's time);
+    numpy's arrays (``bound.next_and_previous_uses`` says why)."""
     walk = np.empty_like(first)
     walk_end = np.empty(first.shape[0] - 1, np.int64)
+    _fill_walk_start(first, ends, walk, walk_end)
+    return walk, walk_end
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _fill_walk_start(first, ends, walk, walk_end):
     for j in range(walk_end.shape[0]):
         walk[j] = first[j]
         walk_end[j] = ends[first[j]]
-    walk[-1] = first[-1]
-    return walk, walk_end
+    walk[walk.shape[0] - 1] = first[first.shape[0] - 1]
 
 
 class Refs(NamedTuple):
@@ -256,18 +261,32 @@ class Refs(NamedTuple):
     longest: int | None = None  # bound.longest_reuse of nxt
 
 
-@njit(cache=True, nogil=True)
 def _dense_ids(rf, rb, first, shift):
     """The sorted distinct keys of references (rf, rb) and each one's index among them, by
     marking every block of the files (file f's blocks at first[f]..first[f + 1] - 1, in
-    key order) instead of sorting."""
+    key order) instead of sorting; numpy's arrays (``bound.next_and_previous_uses`` says
+    why)."""
     slot = np.zeros(first[-1], np.int64)
+    uniq = np.empty(_mark_blocks(rf, rb, first, slot), np.int64)
+    ids = np.empty(rf.shape[0], np.int64)
+    _number_blocks(rf, rb, first, shift, slot, uniq, ids)
+    return uniq, ids
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _mark_blocks(rf, rb, first, slot):
+    """:func:`_dense_ids`' marks (1: referenced) in ``slot``; returns their number."""
     for i in range(rf.shape[0]):
         slot[first[rf[i]] + rb[i]] = 1
     m = 0
     for s in range(slot.shape[0]):
         m += slot[s]
-    uniq = np.empty(m, np.int64)
+    return m
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _number_blocks(rf, rb, first, shift, slot, uniq, ids):
+    """:func:`_dense_ids`' keys (``uniq``) and ``ids`` from the marks in ``slot``."""
     j = 0
     for f in range(first.shape[0] - 1):
         for s in range(first[f], first[f + 1]):
@@ -275,10 +294,8 @@ def _dense_ids(rf, rb, first, shift):
                 uniq[j] = (np.int64(f) << shift) | (s - first[f])
                 slot[s] = j
                 j += 1
-    ids = np.empty(rf.shape[0], np.int64)
     for i in range(rf.shape[0]):
         ids[i] = slot[first[rf[i]] + rb[i]]
-    return uniq, ids
 
 
 def refs_of(stream: ReadStream, sizes: np.ndarray, block_size: int,
@@ -1392,7 +1409,6 @@ conservative_fetches = belady_fetches
 
 
 @E.cache_by_sources
-@njit(nogil=True)
 def aggressive_fetches(ids, nxt, capacity, n_ids, fetch_time):
     """*Aggressive*: whenever the disk is free, fetch the first block of the future
     references not in the cache, evicting the block whose next reference is furthest away,
@@ -1408,7 +1424,8 @@ def aggressive_fetches(ids, nxt, capacity, n_ids, fetch_time):
     least of the heap's (every other key is a later reference), so it is a leaf: the heap's
     last entry takes its place. (Kept in the heap with that key, as ``bound._min_step``
     keeps them, the dead filled most of it and every fetch climbed through them: 0.048 s
-    instead of 0.041 s on the benchmark's trace, 2 M READs.)"""
+    instead of 0.041 s on the benchmark's trace, 2 M READs.) The arrays are numpy's
+    (``bound.next_and_previous_uses`` says why)."""
     n = ids.shape[0]
     out = np.empty(n, np.int64)
     pos = np.full(n_ids, -1, np.int32)  # a live block's heap entry; -1: not resident
@@ -1416,8 +1433,8 @@ def aggressive_fetches(ids, nxt, capacity, n_ids, fetch_time):
     hkey = np.empty(max(min(capacity, n_ids), 1), np.int64)
     hblk = np.empty(hkey.shape[0], np.int64)
     dead = np.empty(hkey.shape[0], np.int64)
-    m, t = _aggressive_run(ids, nxt, capacity, fetch_time, out, pos, arrived, hkey, hblk,
-                           dead)
+    m, t = _aggressive_run(ids, nxt, np.int64(capacity), np.int64(fetch_time), out, pos,
+                           arrived, hkey, hblk, dead)
     return out[:m], t
 
 
