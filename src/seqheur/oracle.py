@@ -1408,7 +1408,6 @@ def run_oracle(stream: ReadStream, sizes: np.ndarray | None, *, cache_bytes: int
 conservative_fetches = belady_fetches
 
 
-@E.cache_by_sources
 def aggressive_fetches(ids, nxt, capacity, n_ids, fetch_time):
     """*Aggressive*: whenever the disk is free, fetch the first block of the future
     references not in the cache, evicting the block whose next reference is furthest away,
