@@ -511,38 +511,60 @@ def _zone_of(zone_start, addr):
     return max(lo - 1, 0)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
-def _transfer(addr, ln, base, owner, bs, longest, ra, zone_start, span_max, piece_s,
-              block_s):
-    """Term 1 of the module docstring: per piece, its bytes at the fastest rate of the zones
-    a read covering it may start in (``span_max[first, last]``: the fastest of zones first
-    to last), into ``piece_s``, and per block the sum of its pieces', into ``block_s``
-    (zeros)."""
-    for i in range(addr.shape[0]):
-        lo = addr[i] - longest - ra
-        if addr[i] - base[i] >= bs:
-            lo = max(lo, base[i] - ra)
-        rate = span_max[_zone_of(zone_start, lo), _zone_of(zone_start, addr[i] + ln[i] - 1)]
-        piece_s[i] = ln[i] / rate
-        block_s[owner[i]] += piece_s[i]
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def _gaps_in_order(addr, ln, out):
-    """The gaps between runs of pieces (each piece's start less the furthest end before it,
-    when positive) into ``out``, if the pieces are in address order: their number (else
-    -1)."""
-    m = addr.shape[0]
+@cache_by_sources  # calls the drive model's extent_address: keyed by every source
+@njit(nogil=True, _nrt=False)
+def _transfer_and_gaps(keys, sizes, bs, ext_first, ext_base, extent_bytes, longest, ra,
+                       zone_start, span_max, piece_s, gaps):
+    """Terms 1 and 2 of the module docstring over :func:`_block_pieces`' pieces, made as it
+    makes them (no arrays of them: a pass over four arrays of a piece per block cost more
+    than the work): per piece, its bytes at the fastest rate of the zones a read covering
+    it may start in (``span_max[first, last]``: the fastest of zones first to last), into
+    ``piece_s``; the gaps between runs of pieces (each piece's start less the furthest end
+    before it, when positive) into ``gaps`` while the pieces come in address order.
+    Returns (the pieces, the gaps or -1 if the pieces are not in address order, the least
+    sum over a block of its pieces' seconds: inf without blocks)."""
+    m = 0
     k = 0
-    end = addr[0] + ln[0] if m else 0
-    for i in range(1, m):
-        if addr[i] < addr[i - 1]:
-            return -1
-        if addr[i] > end:
-            out[k] = addr[i] - end
-            k += 1
-        end = max(end, addr[i] + ln[i])
-    return k
+    cheapest = np.inf
+    last_addr = np.int64(0)
+    end = np.int64(0)
+    for i in range(keys.shape[0]):
+        f = keys[i] >> KEY_SHIFT
+        off = (keys[i] & BLOCK_MASK) * bs
+        rem = min(bs, sizes[f] - off)
+        block_s = 0.0
+        while rem > 0:
+            if extent_bytes == NO_EXTENTS:  # contiguous: no 64-bit division per block
+                x = 0
+                within = off
+            else:
+                x = off // extent_bytes
+                within = off - x * extent_bytes
+            base = extent_address(f, x, ext_first, ext_base, extent_bytes)
+            ln = min(rem, extent_bytes - within)
+            addr = base + within
+            lo = addr - longest - ra
+            if addr - base >= bs:
+                lo = max(lo, base - ra)
+            rate = span_max[_zone_of(zone_start, lo), _zone_of(zone_start, addr + ln - 1)]
+            piece_s[m] = ln / rate
+            block_s += piece_s[m]
+            if m == 0:
+                end = addr + ln
+            elif k >= 0:
+                if addr < last_addr:
+                    k = -1
+                else:
+                    if addr > end:
+                        gaps[k] = addr - end
+                        k += 1
+                    end = max(end, addr + ln)
+            last_addr = addr
+            m += 1
+            rem -= ln
+            off += ln
+        cheapest = min(cheapest, block_s)
+    return m, k, cheapest
 
 
 def drive_cache_blocks(model: Any, block_size: int) -> int:
@@ -566,12 +588,6 @@ def disk_bound(model: Any, sizes: np.ndarray, keys: np.ndarray, block_size: int
     place = model.place(np.maximum(sizes, 1))
     ext = int(model.layout.extent_bytes)
     cap = keys.size * (1 if ext == 0 else bs // ext + 2)
-    addr, ln = np.empty(cap, np.int64), np.empty(cap, np.int64)
-    base, owner = np.empty(cap, np.int64), np.empty(cap, np.int64)
-    m = _block_pieces(np.ascontiguousarray(keys, np.int64), sizes, np.int64(bs),
-                      place.ext_first, place.ext_base, np.int64(place.extent_bytes),
-                      addr, ln, base, owner)
-    addr, ln, base, owner = addr[:m], ln[:m], base[:m], owner[:m]
     # 1. transfer, each piece at the fastest zone a read covering it may start in
     ra = int(model.iparams[2])
     longest = int(((np.maximum(sizes, 1) + bs - 1) // bs * bs).max()) if sizes.size else bs
@@ -581,16 +597,23 @@ def disk_bound(model: Any, sizes: np.ndarray, keys: np.ndarray, block_size: int
     nz = zr.size
     span_max = np.array([[zr[i:max(i, j) + 1].max() for j in range(nz)] for i in range(nz)],
                         np.float64)
+    keys = np.ascontiguousarray(keys, np.int64)
     # numpy's arrays, not numba's (next_and_previous_uses says why)
-    piece_s, block_s = np.empty(m), np.zeros(keys.size)
-    _transfer(addr, ln, base, owner, np.int64(bs), np.int64(longest), np.int64(ra),
-              np.ascontiguousarray(model.zone_start), span_max, piece_s, block_s)
+    piece_s, gaps = np.empty(cap), np.empty(max(cap - 1, 0), np.int64)
+    m, k, cheapest = _transfer_and_gaps(
+        keys, sizes, np.int64(bs), place.ext_first, place.ext_base,
+        np.int64(place.extent_bytes), np.int64(longest), np.int64(ra),
+        np.ascontiguousarray(model.zone_start), span_max, piece_s, gaps)
+    piece_s = piece_s[:m]
     # 2. gaps between runs, in address order (a contiguous layout has them so already)
-    gaps = np.empty(max(m - 1, 0), np.int64)
-    k = _gaps_in_order(addr, ln, gaps)
     if k >= 0:
         gaps = gaps[:k]
     else:
+        addr, ln = np.empty(cap, np.int64), np.empty(cap, np.int64)
+        base, owner = np.empty(cap, np.int64), np.empty(cap, np.int64)
+        _block_pieces(keys, sizes, np.int64(bs), place.ext_first, place.ext_base,
+                      np.int64(place.extent_bytes), addr, ln, base, owner)
+        addr, ln = addr[:m], ln[:m]
         order = np.argsort(addr, kind="stable")
         a_sorted, e_sorted = addr[order], (addr + ln)[order]
         gaps = a_sorted[1:] - np.maximum.accumulate(e_sorted)[:-1]
@@ -602,7 +625,7 @@ def disk_bound(model: Any, sizes: np.ndarray, keys: np.ndarray, block_size: int
         "bound_gap_seconds": float(cost(gaps.astype(np.float64)).sum()) if gaps.size else 0.0,
         "bound_gap_cost": how,
         "runs": int(gaps.size + 1) if m else 0,
-        "_cheapest_block_s": float(block_s.min()) if keys.size else 0.0,
+        "_cheapest_block_s": float(cheapest) if keys.size else 0.0,
     }
 
 
