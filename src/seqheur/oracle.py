@@ -77,8 +77,8 @@ from numba import njit
 from . import cache as C
 from . import engine as E
 from . import readahead as R
-from .disk.model import (I_NSEG, I_SEGBYTES, NO_EXTENTS, S_HDR, extent_address,
-                         service_kernel, service_read)
+from .disk.model import (I_NSEG, I_SEGBYTES, NO_EXTENTS, S_HDR, S_PFLIM, S_PFPOS, S_PFSEG,
+                         extent_address, service_kernel, service_read)
 from .bound import (belady_fetches, demand_refs_and_reads, heap_down, heap_up,
                     next_and_previous_uses, next_uses, uindex)
 from .replay import Replayer
@@ -170,6 +170,8 @@ class Drive(NamedTuple):
     ranges: np.ndarray  # int64[HORIZON, 4]: price_after's reads (file, first, last, touched)
     ext_prev: np.ndarray  # int64[extents]: the extent that ends where each one starts (-1)
     ext_file: np.ndarray  # int64[extents]: each extent's file
+    last: np.ndarray  # int64[3]: the last read issued (file, offset, bytes; file -1: none),
+    # which the waits re-read (:func:`wait_hits`)
 
 
 def drive_of(model: Any, place: Any) -> Drive:
@@ -179,13 +181,14 @@ def drive_of(model: Any, place: Any) -> Drive:
         f = np.zeros(1, np.float64)
         return Drive(0, z, z.copy(), z, z, 1, z, f, f, f, z, f, z.copy(), z.copy(), z.copy(),
                      np.zeros(0, np.float64), f.copy(), np.zeros(1, np.uint8),
-                     np.zeros((HORIZON, 4), np.int64), z.copy(), z.copy())
+                     np.zeros((HORIZON, 4), np.int64), z.copy(), z.copy(),
+                     np.full(3, -1, np.int64))
     st = model.new_state()
     return Drive(1, st, st.copy(), place.ext_first, place.ext_base, int(place.extent_bytes),
                  *model.kernel_args(), np.zeros(1, np.int64), np.zeros(1, np.int64),
                  np.zeros(1, np.int64), np.zeros(0, np.float64), np.zeros(1, np.float64),
                  np.zeros(1, np.uint8), np.zeros((HORIZON, 4), np.int64),
-                 *_neighbours(place))
+                 *_neighbours(place), np.full(3, -1, np.int64))
 
 
 def _neighbours(place: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -999,6 +1002,77 @@ def _held(dr, f, bsize, lo, hi):
     return held if held < hi else -1
 
 
+WAIT_MAX = 8  # re-reads a wait issues at most before one read (the engine's admit step
+# keeps room in the op buffer for 8 reads per READ beyond one per demand block)
+
+
+@njit(nogil=True, _nrt=False, inline="always")
+def _address(dr, f, off):
+    """The disk address of byte ``off`` of file ``f``."""
+    eb = dr.extent_bytes
+    k = np.int64(0) if eb == NO_EXTENTS else off // eb
+    return extent_address(f, k, dr.ext_first, dr.ext_base, eb) + off - k * eb
+
+
+@njit(nogil=True, _nrt=False)
+def _in_filling(dr, st, f, off, ln, ahead):
+    """Whether file ``f``'s bytes off..off+ln lie, within one extent, in the segment the
+    drive (state ``st``) is reading ahead into: past where its read-ahead got (``ahead``,
+    up to its limit, so a wait makes the read a hit), or up to there (a hit now)."""
+    seg = st[S_PFSEG]
+    if seg < 0 or ln <= 0:
+        return False
+    eb = dr.extent_bytes
+    if eb != NO_EXTENTS and off // eb != (off + ln - 1) // eb:
+        return False
+    addr = _address(dr, f, off)
+    end = addr + ln
+    if st[S_HDR + seg] > addr:
+        return False
+    if ahead:
+        return st[S_PFPOS] < end and end <= st[S_PFLIM]
+    return end <= st[S_PFPOS]
+
+
+@njit(nogil=True, _nrt=False)
+def wait_hits(dr, st, f, off, ln):
+    """(re-reads, seconds): the drive (state ``st``, which advances) is reading ahead into
+    a segment that will hold file ``f``'s bytes off..off+ln, and has not got there yet;
+    re-reading the last read issued, which that segment holds (a hit, a few microseconds
+    of bus transfer), lets the read-ahead run on meanwhile, so the read becomes a hit too,
+    with no command overhead and no new read-ahead it must finish. Re-reads until the
+    read-ahead gets there, at most ``WAIT_MAX``; (0, 0.0) when no wait applies."""
+    lf = dr.last[0]
+    if dr.ip[I_NSEG] == 0 or lf < 0 or not _in_filling(dr, st, f, off, ln, True):
+        return 0, 0.0
+    end = _address(dr, f, off) + ln
+    s = 0.0
+    n = 0
+    while n < WAIT_MAX and st[S_PFPOS] < end and _in_filling(dr, st, lf, dr.last[1],
+                                                              dr.last[2], False):
+        s += service_one(dr, st, lf, dr.last[1], dr.last[2])
+        n += 1
+    return n, s
+
+
+@njit(nogil=True, _nrt=False)
+def price_waited(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi):
+    """(seconds, re-reads) of :func:`price_reads`'s reads after a wait for the drive's
+    read-ahead (:func:`wait_hits`); (inf, 0) when no wait applies."""
+    eof = fsize[f]
+    for j in range(dr.state.shape[0]):
+        dr.trial[j] = dr.state[j]
+    ln = R.op_bytes(start, end1 - start + 1, bsize, eof)
+    n, s = wait_hits(dr, dr.trial, f, start * bsize, ln)
+    if n == 0:
+        return np.inf, 0
+    s += service_one(dr, dr.trial, f, start * bsize, ln)
+    if end2 > end1:
+        s += price(dr, f, (end1 + 1) * bsize, R.op_bytes(end1 + 1, end2 - end1, bsize, eof),
+                   False)
+    return s + price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi), n
+
+
 @njit(nogil=True, _nrt=False)
 def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, latest):
     """How to read blocks start..last of file ``f`` (a READ's misses) with the read-ahead
@@ -1083,10 +1157,16 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     head = start + seg // bsize - 1
     to_head = (dr.ip[I_NSEG] > 0 and fut.cache_blocks * bsize <= seg and start <= head < best1
                and used_soon(fut, stamp, f, start, head))
+    # the first read lands in the segment the drive is reading ahead into, past where it
+    # got: a wait for it (re-reads of the last read, hits) may make the read a hit
+    to_wait = dr.ip[I_NSEG] > 0 and dr.last[0] >= 0 and _in_filling(
+        dr, dr.state, f, start * bsize, R.op_bytes(start, best1 - start + 1, bsize, eof), True)
     if not (to_tail or to_fill or to_split or to_last or cut >= 0 or held >= 0 or to_head or (
-            far > last and best1 == far and within)):
-        return best1, -1  # one way only
+            far > last and best1 == far and within) or to_wait):
+        return best1, -1, 0  # one way only
     best2 = -1
+    best_lo = last + 1
+    best_hi = best1
     best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1)
     for way in range(11):
         e1 = far
@@ -1154,7 +1234,16 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
             best = s
             best1 = e1
             best2 = e2
-    return best1, best2
+            best_lo = lo
+            best_hi = hi
+    # the way chosen after a wait for the drive's read-ahead, when its first read lands in
+    # the segment being filled, past where the read-ahead got
+    if dr.ip[I_NSEG] > 0 and dr.last[0] >= 0:
+        s, n = price_waited(dr, c, fut, fsize, bsize, stamp, f, start, best1, best2, best_lo,
+                            best_hi)
+        if s < best:
+            return best1, best2, n
+    return best1, best2, 0
 
 
 @njit(nogil=True, _nrt=False)
@@ -1163,8 +1252,22 @@ def issue(world, f, start, last, eof, stamp):
     bsize = world.policy.bsize
     ln = R.op_bytes(start, last - start + 1, bsize, eof)
     R.emit_op(world.ops, world.ctr, f, start * bsize, ln, True, stamp)
-    if world.drive.on != 0:
-        service_one(world.drive, world.drive.state, f, start * bsize, ln)
+    dr = world.drive
+    if dr.on != 0:
+        service_one(dr, dr.state, f, start * bsize, ln)
+        dr.last[0] = f
+        dr.last[1] = start * bsize
+        dr.last[2] = ln
+
+
+@njit(nogil=True, _nrt=False)
+def wait(world, n, stamp):
+    """Re-read the last read issued ``n`` times (:func:`wait_hits`: hits while the drive
+    reads ahead)."""
+    dr = world.drive
+    for _ in range(n):
+        R.emit_op(world.ops, world.ctr, dr.last[0], dr.last[1], dr.last[2], True, stamp)
+        service_one(dr, dr.state, dr.last[0], dr.last[1], dr.last[2])
 
 
 @njit(nogil=True, _nrt=False)
@@ -1293,12 +1396,13 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                 b += 1
             end1 = far  # the read: blocks start..end1, then end1 + 1..end2 apart (-1: none)
             end2 = -1
+            n_wait = 0
             if dr.on != 0:
                 latest = np.int64(-1)  # the last use of a block read ahead
                 for i in range(kept):
                     latest = max(latest, pd.undo[i])
-                end1, end2 = choose_reads(dr, c, fut, world.fsize, bsize, stamp, f, start,
-                                          last, far, eof_blk, latest)
+                end1, end2, n_wait = choose_reads(dr, c, fut, world.fsize, bsize, stamp, f,
+                                                  start, last, far, eof_blk, latest)
                 if end1 < far and end2 < far:  # the read-ahead dropped, or cut short
                     far = max(last, end1, end2)
                     while kept > 0 and pd.admitted[kept - 1] > far:
@@ -1324,6 +1428,7 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                 elif wanted(c, fut, key, j, k)[0] < 0:
                     continue
                 R.insert_block(c, f, b, stamp, d_lo, d_hi, 0, ctr, req)
+            wait(world, n_wait, stamp)
             issue(world, f, start, end1, eof, stamp)
             if end2 > end1:
                 issue(world, f, end1 + 1, end2, eof, stamp)
