@@ -172,6 +172,7 @@ class Drive(NamedTuple):
     ext_file: np.ndarray  # int64[extents]: each extent's file
     last: np.ndarray  # int64[3]: the last read issued (file, offset, bytes; file -1: none),
     # which the waits re-read (:func:`wait_hits`)
+    ranks: np.ndarray  # int64[RANK_MAX]: price_after's LRU places of resident blocks
 
 
 def drive_of(model: Any, place: Any) -> Drive:
@@ -182,13 +183,13 @@ def drive_of(model: Any, place: Any) -> Drive:
         return Drive(0, z, z.copy(), z, z, 1, z, f, f, f, z, f, z.copy(), z.copy(), z.copy(),
                      np.zeros(0, np.float64), f.copy(), np.zeros(1, np.uint8),
                      np.zeros((HORIZON, 4), np.int64), z.copy(), z.copy(),
-                     np.full(3, -1, np.int64))
+                     np.full(3, -1, np.int64), np.zeros(RANK_MAX, np.int64))
     st = model.new_state()
     return Drive(1, st, st.copy(), place.ext_first, place.ext_base, int(place.extent_bytes),
                  *model.kernel_args(), np.zeros(1, np.int64), np.zeros(1, np.int64),
                  np.zeros(1, np.int64), np.zeros(0, np.float64), np.zeros(1, np.float64),
                  np.zeros(1, np.uint8), np.zeros((HORIZON, 4), np.int64),
-                 *_neighbours(place), np.full(3, -1, np.int64))
+                 *_neighbours(place), np.full(3, -1, np.int64), np.zeros(RANK_MAX, np.int64))
 
 
 def _neighbours(place: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -849,11 +850,28 @@ def price(dr, f, off, ln, fresh):
 def _read_in(rng, m, fr, b, touched, cap):
     """Whether block ``b`` of file ``fr`` was read by one of the first ``m`` reads of the
     look ahead (``rng`` rows: file, first block, last block, blocks touched when read) and
-    fewer than ``cap`` blocks were touched since (so the LRU cache still holds it)."""
+    fewer than ``cap`` blocks were touched since (so the LRU cache still holds it): the
+    blocks its read inserted after it, and those touched after that read."""
     for i in range(m):
-        if rng[i, 0] == fr and rng[i, 1] <= b and b <= rng[i, 2] and touched - rng[i, 3] <= cap:
+        if rng[i, 0] == fr and rng[i, 1] <= b and b <= rng[i, 2] and \
+                rng[i, 2] - b + touched - rng[i, 3] <= cap:
             return True
     return False
+
+
+RANK_MAX = 64  # the largest cache whose LRU order the look ahead walks (:func:`_newer`)
+
+
+@njit(nogil=True, _nrt=False)
+def _newer(c, e, most):
+    """How many resident blocks were used more recently than entry ``e`` (at most
+    ``most``: the walk from the LRU list's head stops there)."""
+    x = c.meta[C.M_RHEAD]
+    n = 0
+    while x != e and x >= 0 and n < most:
+        x = C.next_entry(c, x)
+        n += 1
+    return n
 
 
 @njit(nogil=True, _nrt=False)
@@ -878,6 +896,10 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
     m = 0
     s = 0.0
     touched = hi - lo + 1 if hi >= lo else 0
+    small = cap <= RANK_MAX
+    absent = touched  # blocks inserted since the choice (small caches)
+    rk = dr.ranks  # the LRU places of the resident blocks used since (small caches)
+    nr = 0
     stop = min(n, stamp + 1 + HORIZON)
     k0 = (fut.ref0[stamp + 1] if stamp + 1 < n else nref) - 1  # READ stamp's last reference
     for r in range(stamp + 1, stop):
@@ -897,7 +919,25 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
             if fr == f and lo <= b and b <= hi and (fut.prev[x] <= k0 or x - fut.prev[x] <= cap
                                                     or touched <= cap):
                 continue
-            if touched <= cap and C.lookup(c, key) >= 0:
+            if small and fut.prev[x] <= k0:
+                # with a small cache, its first use in the look ahead finds it resident iff
+                # its place in the LRU list now, plus the blocks inserted since and those
+                # used since that were older than it, leaves it among the cache's blocks
+                e = C.lookup(c, key)
+                if e < 0:
+                    absent += 1
+                else:
+                    r = _newer(c, e, cap)
+                    pushes = absent
+                    for i in range(nr):
+                        if rk[i] > r:
+                            pushes += 1
+                    if nr < rk.shape[0]:
+                        rk[nr] = r
+                        nr += 1
+                    if r + pushes < cap:
+                        continue
+            elif touched <= cap and C.lookup(c, key) >= 0:
                 continue
             # demanded within the look ahead and fewer references than the cache's blocks
             # since: the LRU cache still holds it, however many blocks were touched since
