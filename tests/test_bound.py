@@ -228,12 +228,22 @@ def test_lower_bound_below_oracle_references_and_every_detector(s: ReadStream, p
 
 # A trace on which a detector beats the oracle (found by the law below, offline:
 # bench/oracle_losses.py): the oracle is not optimal yet. When the oracle improves enough to
-# pass, this xfail turns into a failure and the marker goes. (Three files on scsi-10k, 4 KiB
-# blocks, a 4-block cache: `linux-3.12` beats the oracle by 6.0%. It reads the first file
-# whole, then reads its blocks again as segment hits; during those hits the drive finishes
-# its read-ahead, so the next media read pays none of it and starts its seek further on.)
-BEATEN = dict(s=ReadStream.from_arrays([0, 1, 2], [0, 0, 4194304], [32768, 512, 8192]),
-              profile="scsi-10k", cache_blocks=4, extra=[8193, 0, 0, 8193])
+# pass, this xfail turns into a failure and the marker goes. (Four files on scsi-10k, 8 KiB
+# blocks, an 8-block cache: policy `none` beats the oracle by 2.0%. The oracle reads a file's
+# blocks 3 to 24 in one read, longer than a drive segment, so the drive reads nothing ahead
+# and no segment holds the file's partial last block read whole; 17 READs later, past the
+# look ahead, a READ needs that block alone and the oracle positions for it (4.1 ms), where
+# `none`'s shorter reads of the file left the drive reading ahead past its end: a 0.09 ms hit.)
+BEATEN = dict(s=ReadStream.from_arrays(
+    [0, 1, 0, 2, 1, 2, 1, 0, 0, 2, 3, 2, 1, 3, 0, 0, 2, 3, 1, 0, 0, 0, 2, 3, 0, 0, 2, 1, 0, 1,
+     2, 2, 3, 3, 0, 1, 3, 3, 3],
+    [0, 0, 25600, 4194304, 0, 4194304, 512, 0, 0, 8392704, 0, 8417792, 1024, 4202496, 32768,
+     65536, 8425984, 0, 30208, 73728, 0, 25088, 0, 4194816, 25088, 33280, 0, 155296, 33792,
+     155808, 512, 4198912, 4252672, 4256768, 0, 188576, 4264960, 4264960, 0],
+    [512, 0, 4096, 0, 512, 4096, 512, 512, 32768, 0, 8192, 8192, 4096, 32768, 32768, 8192,
+     8192, 512, 100000, 32768, 0, 0, 0, 32768, 8192, 512, 512, 512, 0, 32768, 4096, 8192, 4096,
+     8192, 512, 8192, 0, 512, 32768]),
+    profile="scsi-10k", cache_blocks=8, extra=[100, 100, 100, 1048576])
 
 # Counterexamples pinned before, which the oracle now wins: four files on scsi-10k, a
 # 3-block cache, where policy `none` beat it by 6.3%, its reads leaving the drive's segments
@@ -254,6 +264,24 @@ BEATEN = dict(s=ReadStream.from_arrays([0, 1, 2], [0, 0, 4194304], [32768, 512, 
 # leaves only its last 64 KiB in a segment, where `linux-3.12` read the first 64 KiB apart
 # and found the file's first block in a segment 6 READs later (the oracle now prices a read
 # longer than a segment cut after its first segment, with a cache no larger than one).
+# And three files on scsi-10k, 4 KiB blocks, a 4-block cache, where `linux-3.12` beat it by
+# 6.0%: it read the first file whole, then its blocks again as segment hits, and during those
+# hits the drive read ahead into the next file, so the next READ was a hit and the media read
+# after it paid no read-ahead (the oracle now prices a wait: re-reads of its last read, hits,
+# until the drive's read-ahead holds the read). And two on ide-7200, 8 KiB blocks, 3-block
+# caches, where `none` beat it by 0.9% and 0.3%: its look ahead counted a block resident that
+# the LRU cache had evicted (the blocks its own read inserted after it, and with a small
+# cache a resident block's place in the LRU list, now count).
+READ_AHEAD_TIME = dict(s=ReadStream.from_arrays([0, 1, 2], [0, 0, 4194304], [32768, 512, 8192]),
+                       profile="scsi-10k", cache_blocks=4, extra=[8193, 0, 0, 8193])
+LOOK_AHEAD_READ = dict(s=ReadStream.from_arrays(
+    [0, 1, 0, 1, 2, 2, 0, 2, 1, 2, 1, 0, 2],
+    [0, 0, 100000, 100000, 0, 0, 59040, 100000, 0, 159040, 0, 63136, 122176],
+    [100000, 100000, 0, 4096, 100000, 100000, 4096, 100000, 0, 4096, 512, 0, 4096]),
+    profile="ide-7200", cache_blocks=3, extra=[1048576, 100, 100, 1048576])
+LRU_PLACE = dict(s=ReadStream.from_arrays([0, 0, 1, 0, 1], [0, 8192, 0, 0, 4096],
+                                          [8192, 4096, 4096, 512, 8192]),
+                 profile="ide-7200", cache_blocks=3, extra=[100, 100, 100, 0])
 FIRST_SEGMENT = dict(s=ReadStream.from_arrays(
     [0, 0, 0, 0, 1, 2, 0], [0, 32768, 32768, 65536, 0, 0, 0],
     [32768, 0, 32768, 32768, 32768, 512, 512]),
@@ -292,8 +320,10 @@ OVERREAD = dict(s=ReadStream.from_arrays(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", [SEGMENTS, EXTENTS, HELD, OVERREAD, FIRST_SEGMENT],
-                         ids=["segments", "extents", "held", "overread", "first-segment"])
+@pytest.mark.parametrize("case", [SEGMENTS, EXTENTS, HELD, OVERREAD, FIRST_SEGMENT,
+                                  READ_AHEAD_TIME, LOOK_AHEAD_READ, LRU_PLACE],
+                         ids=["segments", "extents", "held", "overread", "first-segment",
+                              "read-ahead-time", "look-ahead-read", "lru-place"])
 def test_oracle_beats_every_detector_on_former_counterexamples(case: dict) -> None:
     """Traces pinned as the oracle's counterexamples before: no detector or policy beats it
     on them now."""
