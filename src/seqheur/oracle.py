@@ -77,8 +77,8 @@ from numba import njit
 from . import cache as C
 from . import engine as E
 from . import readahead as R
-from .disk.model import (I_NSEG, I_SEGBYTES, NO_EXTENTS, S_HDR, S_PFLIM, S_PFPOS, S_PFSEG,
-                         extent_address, service_kernel, service_read)
+from .disk.model import (F_HITOVER, F_HOST, I_NSEG, I_SEGBYTES, NO_EXTENTS, S_HDR, S_PFLIM,
+                         S_PFPOS, S_PFSEG, extent_address, service_kernel, service_read)
 from .bound import (belady_fetches, demand_refs_and_reads, heap_down, heap_up,
                     next_and_previous_uses, next_uses, uindex)
 from .replay import Replayer
@@ -859,7 +859,7 @@ def _read_in(rng, m, fr, b, touched, cap):
     return False
 
 
-RANK_MAX = 64  # the largest cache whose LRU order the look ahead walks (:func:`_newer`)
+RANK_MAX = 16  # the largest cache whose LRU order the look ahead walks (:func:`_newer`)
 
 
 @njit(nogil=True, _nrt=False)
@@ -1070,7 +1070,15 @@ def _in_filling(dr, st, f, off, ln, ahead):
     if st[S_HDR + seg] > addr:
         return False
     if ahead:
-        return st[S_PFPOS] < end and end <= st[S_PFLIM]
+        if not (st[S_PFPOS] < end and end <= st[S_PFLIM]):
+            return False
+        # and WAIT_MAX re-reads of the last read give the read-ahead time to get there, even
+        # at the fastest zone's rate
+        fastest = 0.0
+        for r in dr.zone_rate:
+            fastest = max(fastest, r)
+        return (end - st[S_PFPOS]) / fastest <= WAIT_MAX * (dr.fp[F_HITOVER]
+                                                            + dr.last[2] / dr.fp[F_HOST])
     return end <= st[S_PFPOS]
 
 
@@ -1278,7 +1286,9 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
             best_hi = hi
     # the way chosen after a wait for the drive's read-ahead, when its first read lands in
     # the segment being filled, past where the read-ahead got
-    if dr.ip[I_NSEG] > 0 and dr.last[0] >= 0:
+    if dr.ip[I_NSEG] > 0 and dr.last[0] >= 0 and _in_filling(
+            dr, dr.state, f, start * bsize, R.op_bytes(start, best1 - start + 1, bsize, eof),
+            True):
         s, n = price_waited(dr, c, fut, fsize, bsize, stamp, f, start, best1, best2, best_lo,
                             best_hi)
         if s < best:
