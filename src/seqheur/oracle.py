@@ -38,8 +38,12 @@ trace order, it
    drive's read-ahead), the blocks a drive segment holds apart (a hit) and, on a fragmented
    layout, the read-ahead cut before an extent another read may stream into and, with a
    buffer cache no larger than a drive segment, a read longer than a segment cut after its
-   first (one read leaves only its last segment's bytes in the drive's cache). The
-   cheapest is issued: one disk read, or two back to back.
+   first (one read leaves only its last segment's bytes in the drive's cache); then the
+   way chosen after a *wait*, when its first read lands in the segment the drive's
+   read-ahead is filling, past where it got: re-reads of the last read (hits, during which
+   the drive reads ahead) until the read-ahead holds the read, a hit then too
+   (:func:`wait_hits`). The cheapest is issued: one disk read, or two back to back, after
+   the wait's re-reads if any.
 
 *Before the cache would evict it*: the cache is an LRU of ``C`` blocks, so a block inserted
 now survives to its use iff fewer than ``C`` other distinct blocks are touched in between.
@@ -886,7 +890,11 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
     after READ ``stamp``: it may be the least recently used one), or while fewer references
     than the cache's blocks come after its last use in the look ahead; a block of ``lo..hi``
     up to its first use (it was admitted so), and after it also while fewer references than
-    the cache's blocks come between two of its uses."""
+    the cache's blocks come between two of its uses. A block read in the look ahead also
+    counts the blocks its read inserted after it; with a cache of at most ``RANK_MAX``
+    blocks a block resident now survives to its first use in the look ahead only while its
+    place in the LRU list, plus the blocks inserted since and those used since that were
+    older than it, leaves it in the cache."""
     n = fut.ref0.shape[0]
     nref = fut.ids.shape[0]
     shift = np.int64(C.KEY_SHIFT)
@@ -1124,7 +1132,7 @@ def price_waited(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi):
 @njit(nogil=True, _nrt=False)
 def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, latest):
     """How to read blocks start..last of file ``f`` (a READ's misses) with the read-ahead
-    last + 1..far (``latest``: the last use of a block of it): (end1, end2), one read
+    last + 1..far (``latest``: the last use of a block of it): (end1, end2, waits), one read
     start..end1, then one of end1 + 1..end2 when end2 > end1; the read-ahead is dropped
     when neither reaches ``far``. Blocks past ``far`` are read over, not cached.
 
@@ -1157,7 +1165,11 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     * on a fragmented layout, the read-ahead cut before the first extent it would position
       to, when the extent lying just before that one on the disk holds blocks a READ priced
       demands (reading those, the head or the drive's read-ahead streams on into it; the
-      rest is read at a later miss)."""
+      rest is read at a later miss).
+
+    Last, the way chosen after a wait (:func:`wait_hits`), when its first read lands in the
+    segment the drive's read-ahead is filling, past where it got; the third value is the
+    number of re-reads the wait issues before the reads (0: none)."""
     best1 = far
     eof = fsize[f]
     if far > last:
