@@ -352,7 +352,7 @@ def _w(p, word):
     every step of the tree's walks: the oracle's tree work took about a fifth less on the
     benchmark's trace, by profile samples against the engine loop's)."""
     return np.uint64(4 * p + word)
-HORIZON = 16  # READs after a miss with which choose_reads prices a way of reading it
+HORIZON = 20  # READs after a miss with which choose_reads prices a way of reading it
 FIRST_WINDOW = 1024  # the Pending tree's first width (it widens as the trace needs)
 
 
@@ -1238,15 +1238,11 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
                 continue
             e1 = head
             e2 = best1
-            if best1 == last:
-                lo = far + 1
         elif way == 9:  # what a drive segment holds, then the rest
             if held < 0:
                 continue
             e1 = held
             e2 = best1
-            if best1 == last:
-                lo = far + 1
         elif way == 8:  # the read-ahead up to the first extent it jumps to
             if cut < 0:
                 continue
@@ -1257,8 +1253,6 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
                 continue
             e1 = best1 - 1
             e2 = best1
-            if best1 == last:
-                lo = far + 1
         elif way == 5 or way == 6:  # over to fill the segment, in one read or apart
             if not to_fill:
                 continue
@@ -1289,6 +1283,12 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
                 continue
             e1 = last
             e2 = tail
+        if way >= 9 or way == 7:
+            # these split the read chosen so far (start..best1) in two: not when it is one
+            # of two reads already, and its read-ahead is what that read holds
+            if best2 > best1 or e1 >= best1:
+                continue
+            hi = min(far, best1)
         s = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, e1, e2, lo, hi)
         if s < best:
             best = s
