@@ -252,8 +252,8 @@ BEATEN = dict(s=ReadStream.from_arrays([0, 0, 0, 1, 2, 2, 3, 1, 1, 2],
 # priced the READ's last block apart on top of the read-ahead read apart, which dropped the
 # read-ahead (a file's last two blocks, used 21 READs later, past the look ahead, so the drop
 # looked free), and positioned for them at their use (7.7 ms, against `freebsd`'s 1.1 ms
-# read streaming at the first READ); a way that splits the read chosen in two is no longer
-# priced on top of a way that already reads it in two.
+# read streaming at the first READ); a way that splits the first read now keeps the rest of
+# the way chosen so far, its read-ahead read apart too.
 PAST_LOOK_AHEAD = dict(s=ReadStream.from_arrays(
     [0, 1, 0, 2, 1, 2, 1, 0, 0, 2, 3, 2, 1, 3, 0, 0, 2, 3, 1, 0, 0, 0, 2, 3, 0, 0, 2, 1, 0, 1,
      2, 2, 3, 3, 0, 1, 3, 3, 3],

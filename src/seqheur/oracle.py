@@ -1284,11 +1284,11 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
             e1 = last
             e2 = tail
         if way >= 9 or way == 7:
-            # these split the read chosen so far (start..best1) in two: not when it is one
-            # of two reads already, and its read-ahead is what that read holds
-            if best2 > best1 or e1 >= best1:
-                continue
-            hi = min(far, best1)
+            # these split the first read of the way chosen so far: the rest (its second
+            # read too) in one read, its read-ahead kept
+            e2 = max(best1, best2)
+            lo = best_lo
+            hi = best_hi
         s = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, e1, e2, lo, hi)
         if s < best:
             best = s
