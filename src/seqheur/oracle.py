@@ -38,8 +38,12 @@ trace order, it
    drive's read-ahead), the blocks a drive segment holds apart (a hit) and, on a fragmented
    layout, the read-ahead cut before an extent another read may stream into and, with a
    buffer cache no larger than a drive segment, a read longer than a segment cut after its
-   first (one read leaves only its last segment's bytes in the drive's cache). The
-   cheapest is issued: one disk read, or two back to back.
+   first (one read leaves only its last segment's bytes in the drive's cache); then the
+   way chosen after a *wait*, when its first read lands in the segment the drive's
+   read-ahead is filling, past where it got: re-reads of the last read (hits, during which
+   the drive reads ahead) until the read-ahead holds the read, a hit then too
+   (:func:`wait_hits`). The cheapest is issued: one disk read, or two back to back, after
+   the wait's re-reads if any.
 
 *Before the cache would evict it*: the cache is an LRU of ``C`` blocks, so a block inserted
 now survives to its use iff fewer than ``C`` other distinct blocks are touched in between.
@@ -78,8 +82,8 @@ from numba.cpython.unsafe.numbers import leading_zeros
 from . import cache as C
 from . import engine as E
 from . import readahead as R
-from .disk.model import (I_NSEG, I_SEGBYTES, NO_EXTENTS, S_HDR, extent_address,
-                         service_kernel, service_read)
+from .disk.model import (F_HITOVER, F_HOST, I_NSEG, I_SEGBYTES, NO_EXTENTS, S_HDR, S_PFLIM,
+                         S_PFPOS, S_PFSEG, extent_address, service_kernel, service_read)
 from .bound import (belady_fetches, demand_refs_and_reads, next_and_previous_uses,
                     next_uses, uindex)
 from .replay import Replayer
@@ -171,6 +175,9 @@ class Drive(NamedTuple):
     ranges: np.ndarray  # int64[HORIZON, 4]: price_after's reads (file, first, last, touched)
     ext_prev: np.ndarray  # int64[extents]: the extent that ends where each one starts (-1)
     ext_file: np.ndarray  # int64[extents]: each extent's file
+    last: np.ndarray  # int64[3]: the last read issued (file, offset, bytes; file -1: none),
+    # which the waits re-read (:func:`wait_hits`)
+    ranks: np.ndarray  # int64[RANK_MAX]: price_after's LRU places of resident blocks
 
 
 def drive_of(model: Any, place: Any) -> Drive:
@@ -180,13 +187,14 @@ def drive_of(model: Any, place: Any) -> Drive:
         f = np.zeros(1, np.float64)
         return Drive(0, z, z.copy(), z, z, 1, z, f, f, f, z, f, z.copy(), z.copy(), z.copy(),
                      np.zeros(0, np.float64), f.copy(), np.zeros(1, np.uint8),
-                     np.zeros((HORIZON, 4), np.int64), z.copy(), z.copy())
+                     np.zeros((HORIZON, 4), np.int64), z.copy(), z.copy(),
+                     np.full(3, -1, np.int64), np.zeros(RANK_MAX, np.int64))
     st = model.new_state()
     return Drive(1, st, st.copy(), place.ext_first, place.ext_base, int(place.extent_bytes),
                  *model.kernel_args(), np.zeros(1, np.int64), np.zeros(1, np.int64),
                  np.zeros(1, np.int64), np.zeros(0, np.float64), np.zeros(1, np.float64),
                  np.zeros(1, np.uint8), np.zeros((HORIZON, 4), np.int64),
-                 *_neighbours(place))
+                 *_neighbours(place), np.full(3, -1, np.int64), np.zeros(RANK_MAX, np.int64))
 
 
 def _neighbours(place: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -364,7 +372,7 @@ def _w(p, word):
     every step of the tree's walks: the oracle's tree work took about a fifth less on the
     benchmark's trace, by profile samples against the engine loop's)."""
     return np.uint64(4 * p + word)
-HORIZON = 16  # READs after a miss with which choose_reads prices a way of reading it
+HORIZON = 20  # READs after a miss with which choose_reads prices a way of reading it
 FIRST_WINDOW = 1024  # the Pending tree's first width (it widens as the trace needs)
 
 
@@ -866,11 +874,28 @@ def price(dr, f, off, ln, fresh):
 def _read_in(rng, m, fr, b, touched, cap):
     """Whether block ``b`` of file ``fr`` was read by one of the first ``m`` reads of the
     look ahead (``rng`` rows: file, first block, last block, blocks touched when read) and
-    fewer than ``cap`` blocks were touched since (so the LRU cache still holds it)."""
+    fewer than ``cap`` blocks were touched since (so the LRU cache still holds it): the
+    blocks its read inserted after it, and those touched after that read."""
     for i in range(m):
-        if rng[i, 0] == fr and rng[i, 1] <= b and b <= rng[i, 2] and touched - rng[i, 3] <= cap:
+        if rng[i, 0] == fr and rng[i, 1] <= b and b <= rng[i, 2] and \
+                rng[i, 2] - b + touched - rng[i, 3] <= cap:
             return True
     return False
+
+
+RANK_MAX = 16  # the largest cache whose LRU order the look ahead walks (:func:`_newer`)
+
+
+@njit(nogil=True, _nrt=False)
+def _newer(c, e, most):
+    """How many resident blocks were used more recently than entry ``e`` (at most
+    ``most``: the walk from the LRU list's head stops there)."""
+    x = c.meta[C.M_RHEAD]
+    n = 0
+    while x != e and x >= 0 and n < most:
+        x = C.next_entry(c, x)
+        n += 1
+    return n
 
 
 @njit(nogil=True, _nrt=False)
@@ -885,7 +910,11 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
     after READ ``stamp``: it may be the least recently used one), or while fewer references
     than the cache's blocks come after its last use in the look ahead; a block of ``lo..hi``
     up to its first use (it was admitted so), and after it also while fewer references than
-    the cache's blocks come between two of its uses."""
+    the cache's blocks come between two of its uses. A block read in the look ahead also
+    counts the blocks its read inserted after it; with a cache of at most ``RANK_MAX``
+    blocks a block resident now survives to its first use in the look ahead only while its
+    place in the LRU list, plus the blocks inserted since and those used since that were
+    older than it, leaves it in the cache."""
     n = fut.ref0.shape[0]
     nref = fut.ids.shape[0]
     shift = np.int64(C.KEY_SHIFT)
@@ -895,6 +924,10 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
     m = 0
     s = 0.0
     touched = hi - lo + 1 if hi >= lo else 0
+    small = cap <= RANK_MAX
+    absent = touched  # blocks inserted since the choice (small caches)
+    rk = dr.ranks  # the LRU places of the resident blocks used since (small caches)
+    nr = 0
     stop = min(n, stamp + 1 + HORIZON)
     k0 = (fut.ref0[stamp + 1] if stamp + 1 < n else nref) - 1  # READ stamp's last reference
     for r in range(stamp + 1, stop):
@@ -914,7 +947,25 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
             if fr == f and lo <= b and b <= hi and (fut.prev[x] <= k0 or x - fut.prev[x] <= cap
                                                     or touched <= cap):
                 continue
-            if touched <= cap and C.lookup(c, key) >= 0:
+            if small and fut.prev[x] <= k0:
+                # with a small cache, its first use in the look ahead finds it resident iff
+                # its place in the LRU list now, plus the blocks inserted since and those
+                # used since that were older than it, leaves it among the cache's blocks
+                e = C.lookup(c, key)
+                if e < 0:
+                    absent += 1
+                else:
+                    r = _newer(c, e, cap)
+                    pushes = absent
+                    for i in range(nr):
+                        if rk[i] > r:
+                            pushes += 1
+                    if nr < rk.shape[0]:
+                        rk[nr] = r
+                        nr += 1
+                    if r + pushes < cap:
+                        continue
+            elif touched <= cap and C.lookup(c, key) >= 0:
                 continue
             # demanded within the look ahead and fewer references than the cache's blocks
             # since: the LRU cache still holds it, however many blocks were touched since
@@ -1019,10 +1070,89 @@ def _held(dr, f, bsize, lo, hi):
     return held if held < hi else -1
 
 
+WAIT_MAX = 8  # re-reads a wait issues at most before one read (the engine's admit step
+# keeps room in the op buffer for 8 reads per READ beyond one per demand block)
+
+
+@njit(nogil=True, _nrt=False, inline="always")
+def _address(dr, f, off):
+    """The disk address of byte ``off`` of file ``f``."""
+    eb = dr.extent_bytes
+    k = np.int64(0) if eb == NO_EXTENTS else off // eb
+    return extent_address(f, k, dr.ext_first, dr.ext_base, eb) + off - k * eb
+
+
+@njit(nogil=True, _nrt=False)
+def _in_filling(dr, st, f, off, ln, ahead):
+    """Whether file ``f``'s bytes off..off+ln lie, within one extent, in the segment the
+    drive (state ``st``) is reading ahead into: past where its read-ahead got (``ahead``,
+    up to its limit, so a wait makes the read a hit), or up to there (a hit now)."""
+    seg = st[S_PFSEG]
+    if seg < 0 or ln <= 0:
+        return False
+    eb = dr.extent_bytes
+    if eb != NO_EXTENTS and off // eb != (off + ln - 1) // eb:
+        return False
+    addr = _address(dr, f, off)
+    end = addr + ln
+    if st[S_HDR + seg] > addr:
+        return False
+    if ahead:
+        if not (st[S_PFPOS] < end and end <= st[S_PFLIM]):
+            return False
+        # and WAIT_MAX re-reads of the last read give the read-ahead time to get there, even
+        # at the fastest zone's rate
+        fastest = 0.0
+        for r in dr.zone_rate:
+            fastest = max(fastest, r)
+        return (end - st[S_PFPOS]) / fastest <= WAIT_MAX * (dr.fp[F_HITOVER]
+                                                            + dr.last[2] / dr.fp[F_HOST])
+    return end <= st[S_PFPOS]
+
+
+@njit(nogil=True, _nrt=False)
+def wait_hits(dr, st, f, off, ln):
+    """(re-reads, seconds): the drive (state ``st``, which advances) is reading ahead into
+    a segment that will hold file ``f``'s bytes off..off+ln, and has not got there yet;
+    re-reading the last read issued, which that segment holds (a hit, a few microseconds
+    of bus transfer), lets the read-ahead run on meanwhile, so the read becomes a hit too,
+    with no command overhead and no new read-ahead it must finish. Re-reads until the
+    read-ahead gets there, at most ``WAIT_MAX``; (0, 0.0) when no wait applies."""
+    lf = dr.last[0]
+    if dr.ip[I_NSEG] == 0 or lf < 0 or not _in_filling(dr, st, f, off, ln, True):
+        return 0, 0.0
+    end = _address(dr, f, off) + ln
+    s = 0.0
+    n = 0
+    while n < WAIT_MAX and st[S_PFPOS] < end and _in_filling(dr, st, lf, dr.last[1],
+                                                              dr.last[2], False):
+        s += service_one(dr, st, lf, dr.last[1], dr.last[2])
+        n += 1
+    return n, s
+
+
+@njit(nogil=True, _nrt=False)
+def price_waited(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi):
+    """(seconds, re-reads) of :func:`price_reads`'s reads after a wait for the drive's
+    read-ahead (:func:`wait_hits`); (inf, 0) when no wait applies."""
+    eof = fsize[f]
+    for j in range(dr.state.shape[0]):
+        dr.trial[j] = dr.state[j]
+    ln = R.op_bytes(start, end1 - start + 1, bsize, eof)
+    n, s = wait_hits(dr, dr.trial, f, start * bsize, ln)
+    if n == 0:
+        return np.inf, 0
+    s += service_one(dr, dr.trial, f, start * bsize, ln)
+    if end2 > end1:
+        s += price(dr, f, (end1 + 1) * bsize, R.op_bytes(end1 + 1, end2 - end1, bsize, eof),
+                   False)
+    return s + price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi), n
+
+
 @njit(nogil=True, _nrt=False)
 def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, latest):
     """How to read blocks start..last of file ``f`` (a READ's misses) with the read-ahead
-    last + 1..far (``latest``: the last use of a block of it): (end1, end2), one read
+    last + 1..far (``latest``: the last use of a block of it): (end1, end2, waits), one read
     start..end1, then one of end1 + 1..end2 when end2 > end1; the read-ahead is dropped
     when neither reaches ``far``. Blocks past ``far`` are read over, not cached.
 
@@ -1055,7 +1185,11 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     * on a fragmented layout, the read-ahead cut before the first extent it would position
       to, when the extent lying just before that one on the disk holds blocks a READ priced
       demands (reading those, the head or the drive's read-ahead streams on into it; the
-      rest is read at a later miss)."""
+      rest is read at a later miss).
+
+    Last, the way chosen after a wait (:func:`wait_hits`), when its first read lands in the
+    segment the drive's read-ahead is filling, past where it got; the third value is the
+    number of re-reads the wait issues before the reads (0: none)."""
     best1 = far
     eof = fsize[f]
     if far > last:
@@ -1103,10 +1237,16 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     head = start + seg // bsize - 1
     to_head = (dr.ip[I_NSEG] > 0 and fut.cache_blocks * bsize <= seg and start <= head < best1
                and used_soon(fut, stamp, f, start, head))
+    # the first read lands in the segment the drive is reading ahead into, past where it
+    # got: a wait for it (re-reads of the last read, hits) may make the read a hit
+    to_wait = dr.ip[I_NSEG] > 0 and dr.last[0] >= 0 and _in_filling(
+        dr, dr.state, f, start * bsize, R.op_bytes(start, best1 - start + 1, bsize, eof), True)
     if not (to_tail or to_fill or to_split or to_last or cut >= 0 or held >= 0 or to_head or (
-            far > last and best1 == far and within)):
-        return best1, -1  # one way only
+            far > last and best1 == far and within) or to_wait):
+        return best1, -1, 0  # one way only
     best2 = -1
+    best_lo = last + 1
+    best_hi = best1
     best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1)
     for way in range(11):
         e1 = far
@@ -1118,15 +1258,11 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
                 continue
             e1 = head
             e2 = best1
-            if best1 == last:
-                lo = far + 1
         elif way == 9:  # what a drive segment holds, then the rest
             if held < 0:
                 continue
             e1 = held
             e2 = best1
-            if best1 == last:
-                lo = far + 1
         elif way == 8:  # the read-ahead up to the first extent it jumps to
             if cut < 0:
                 continue
@@ -1137,8 +1273,6 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
                 continue
             e1 = best1 - 1
             e2 = best1
-            if best1 == last:
-                lo = far + 1
         elif way == 5 or way == 6:  # over to fill the segment, in one read or apart
             if not to_fill:
                 continue
@@ -1169,12 +1303,29 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
                 continue
             e1 = last
             e2 = tail
+        if way >= 9 or way == 7:
+            # these split the first read of the way chosen so far: the rest (its second
+            # read too) in one read, its read-ahead kept
+            e2 = max(best1, best2)
+            lo = best_lo
+            hi = best_hi
         s = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, e1, e2, lo, hi)
         if s < best:
             best = s
             best1 = e1
             best2 = e2
-    return best1, best2
+            best_lo = lo
+            best_hi = hi
+    # the way chosen after a wait for the drive's read-ahead, when its first read lands in
+    # the segment being filled, past where the read-ahead got
+    if dr.ip[I_NSEG] > 0 and dr.last[0] >= 0 and _in_filling(
+            dr, dr.state, f, start * bsize, R.op_bytes(start, best1 - start + 1, bsize, eof),
+            True):
+        s, n = price_waited(dr, c, fut, fsize, bsize, stamp, f, start, best1, best2, best_lo,
+                            best_hi)
+        if s < best:
+            return best1, best2, n
+    return best1, best2, 0
 
 
 @njit(nogil=True, _nrt=False)
@@ -1183,8 +1334,22 @@ def issue(world, f, start, last, eof, stamp):
     bsize = world.policy.bsize
     ln = R.op_bytes(start, last - start + 1, bsize, eof)
     R.emit_op(world.ops, world.ctr, f, start * bsize, ln, True, stamp)
-    if world.drive.on != 0:
-        service_one(world.drive, world.drive.state, f, start * bsize, ln)
+    dr = world.drive
+    if dr.on != 0:
+        service_one(dr, dr.state, f, start * bsize, ln)
+        dr.last[0] = f
+        dr.last[1] = start * bsize
+        dr.last[2] = ln
+
+
+@njit(nogil=True, _nrt=False)
+def wait(world, n, stamp):
+    """Re-read the last read issued ``n`` times (:func:`wait_hits`: hits while the drive
+    reads ahead)."""
+    dr = world.drive
+    for _ in range(n):
+        R.emit_op(world.ops, world.ctr, dr.last[0], dr.last[1], dr.last[2], True, stamp)
+        service_one(dr, dr.state, dr.last[0], dr.last[1], dr.last[2])
 
 
 @njit(nogil=True, _nrt=False)
@@ -1313,12 +1478,13 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                 b += 1
             end1 = far  # the read: blocks start..end1, then end1 + 1..end2 apart (-1: none)
             end2 = -1
+            n_wait = 0
             if dr.on != 0:
                 latest = np.int64(-1)  # the last use of a block read ahead
                 for i in range(kept):
                     latest = max(latest, pd.undo[i])
-                end1, end2 = choose_reads(dr, c, fut, world.fsize, bsize, stamp, f, start,
-                                          last, far, eof_blk, latest)
+                end1, end2, n_wait = choose_reads(dr, c, fut, world.fsize, bsize, stamp, f,
+                                                  start, last, far, eof_blk, latest)
                 if end1 < far and end2 < far:  # the read-ahead dropped, or cut short
                     far = max(last, end1, end2)
                     while kept > 0 and pd.admitted[kept - 1] > far:
@@ -1344,6 +1510,7 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                 elif wanted(c, fut, key, j, k)[0] < 0:
                     continue
                 R.insert_block(c, f, b, stamp, d_lo, d_hi, 0, ctr, req)
+            wait(world, n_wait, stamp)
             issue(world, f, start, end1, eof, stamp)
             if end2 > end1:
                 issue(world, f, end1 + 1, end2, eof, stamp)
