@@ -760,41 +760,37 @@ def _server_has(x, slot, file, offset, nbytes, op_sync, op_off, op_len, d, dq_he
         if op_sync[j] != 0:
             cnt += 1
             free = _wait_for(j, x, slot, w, free)
-    a = offset[x]
-    b = a + nbytes[x]
-    if b > a:
-        oldest = w.file_ops_before[slot] - LOOKBACK
-        mask = w.op_rank.size - 1
-        j = w.live_tail[file[x]]
-        while j != NO_LINK:
-            if j < lo:
-                if w.op_rank[j & mask] < oldest:
-                    break
-                if op_off[j] < b and a < op_off[j] + op_len[j]:
-                    cnt += 1
-                    free = _wait_for(j, x, slot, w, free)
-            j = w.live_prev[j & mask]
+    j = _overlap_in_flight(x, slot, w.live_tail[file[x]], file, offset, nbytes, op_off,
+                           op_len, w)
+    while j != NO_LINK:
+        cnt += 1
+        free = _wait_for(j, x, slot, w, free)
+        j = _overlap_in_flight(x, slot, w.live_prev[j & (w.op_rank.size - 1)], file, offset,
+                               nbytes, op_off, op_len, w)
     w.pending[slot] = cnt
     return dq_tail, free
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
-def _waits_for_none(x, slot, file, offset, nbytes, op_off, op_len, w):
-    """:func:`_server_has`'s look-back for READ x (in ``slot``) with no disk read of its
-    own, without its effects: whether no read of its file in flight holds its bytes."""
+def _overlap_in_flight(x, slot, j, file, offset, nbytes, op_off, op_len, w):
+    """The look-back of READ x (in ``slot``): from disk read j on, back along its file's
+    reads in flight, the next one issued before x's own reads and among the last LOOKBACK
+    of its file that holds some of its bytes; NO_LINK when none does."""
     a = offset[x]
     b = a + nbytes[x]
-    if b > a:
-        oldest = w.file_ops_before[slot] - LOOKBACK
-        mask = w.op_rank.size - 1
-        j = w.live_tail[file[x]]
-        while j != NO_LINK:  # every read in flight was issued before x's (it has none)
+    if b <= a:
+        return NO_LINK
+    lo = w.op_lo[slot]
+    oldest = w.file_ops_before[slot] - LOOKBACK
+    mask = w.op_rank.size - 1
+    while j != NO_LINK:
+        if j < lo:
             if w.op_rank[j & mask] < oldest:
-                break
+                return NO_LINK
             if op_off[j] < b and a < op_off[j] + op_len[j]:
-                return False
-            j = w.live_prev[j & mask]
-    return True
+                return j
+        j = w.live_prev[j & mask]
+    return NO_LINK
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -1294,6 +1290,23 @@ def _idle(d, now, head, tail):
     return -1, 0.0, head, tail, np.int64(0)
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _start_disk(d, head, tail, head_addr, cscan, extent_bytes, now, free_at, busy):
+    """:func:`_short_loop`: the idle disk (free since ``free_at``) starts the next request at
+    ``now`` if it has work (:func:`_serve_next`). Returns whether it is busy then, until
+    when, the request's first read (NO_LINK: the throttle's hold), the queue's new head and
+    end, the disk address where the request ends (the head's) and the busy seconds."""
+    if not _disk_has_work(d, head, tail):
+        return False, 0.0, np.int64(0), head, tail, head_addr, busy
+    j, service, head, tail, end = _serve_next(d, head, tail, head_addr, cscan, extent_bytes,
+                                              now, now - free_at)
+    if j >= 0:
+        return True, now + service, j, head, tail, end, busy + service
+    if service > 0.0:  # the throttle holds the next request that long
+        return True, now + service, np.int64(NO_LINK), head, tail, head_addr, busy
+    return False, 0.0, np.int64(0), head, tail, head_addr, busy
+
+
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
 def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
              half_rtt, rate, cpu_s, nfiles, cscan, extent_bytes, d, issue, done, run_v, run_k,
@@ -1371,13 +1384,15 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
     head_addr = np.int64(0)
     busy = 0.0
     while True:
-        # the fast pass: one READ to issue and no other CPU event. While each READ's CPU
+        # the fast pass: no CPU event queued. While the next READ's slot is known and its CPU
         # event comes before anything else (the disk's next event, or the disk idle with
-        # nothing to start) and the READ replies at it (no disk read of its own, none of its
-        # file's in flight over its bytes), its reply frees the slot the next READ takes:
-        # the same steps as below, in the same order, without the queue of CPU events
-        while cpu_len == 0 and nxt + 1 == known and nxt < n:
-            lo = op_ptr
+        # nothing to start), that event is the next one: the READ is issued and its CPU
+        # event runs at once, without the queue of CPU events; a reply frees the slot a
+        # later READ takes. With several READs' slots known, the one issued first has the
+        # first CPU event (READs are issued in order, so its issue time is the least) when
+        # its CPU time is the least one (one RPC, or no CPU per RPC): else it and the others
+        # take the queue. The same steps as below, in the same order
+        while cpu_len == 0 and nxt < known and nxt < n:
             last_issue, t, slot, nfree, op_ptr = _issue(
                 nxt, free_at, mask, think, arrive, last_issue, keep_times, issue, free_slot,
                 nfree, issued_at, file, op_req, d.op_file, op_ptr, w, half_rtt, cpu_s, nbytes,
@@ -1386,16 +1401,29 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 return busy, disk_free_at, RING_FULL, last_done
             x = nxt
             nxt += 1
-            if (op_ptr != lo or (t >= disk_t if disk_busy
-                                 else _disk_has_work(d, dq_head, dq_tail))
-                    or not _waits_for_none(x, slot, file, offset, nbytes, op_off, op_len, w)):
+            if ((t >= disk_t if disk_busy else _disk_has_work(d, dq_head, dq_tail))
+                    or (nxt < known and cpu_s > 0.0 and nbytes[x] > rsize)):
                 cpu_t[cpu_head] = t  # its CPU event, for the loop below
                 cpu_r[cpu_head] = x
                 cpu_slot[cpu_head] = slot
                 cpu_len = 1
                 break
-            w.pending[slot] = 0
-            link_free = _send(x, t, nbytes, rate, link_free)
+            now = t
+            if op_ptr == w.op_lo[slot] and _overlap_in_flight(
+                    x, slot, w.live_tail[file[x]], file, offset, nbytes, op_off, op_len,
+                    w) == NO_LINK:  # no disk read to queue or wait for: it replies
+                w.pending[slot] = 0
+            else:
+                dq_tail, node_free = _server_has(x, slot, file, offset, nbytes, op_sync,
+                                                 op_off, op_len, d, dq_head, dq_tail, cscan,
+                                                 now, w, node_free)
+                if not disk_busy:
+                    disk_busy, disk_t, disk_op, dq_head, dq_tail, head_addr, busy = (
+                        _start_disk(d, dq_head, dq_tail, head_addr, cscan, extent_bytes, now,
+                                    disk_free_at, busy))
+                if w.pending[slot] != 0:
+                    continue
+            link_free = _send(x, now, nbytes, rate, link_free)
             last_done, run, run_len = _replied(x, slot, link_free + half_rtt, issued_at,
                                                done, keep_times, last_done, run, run_len, hist,
                                                bounds, word, bits, runs)
@@ -1465,20 +1493,9 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 known += 1
                 free_slot[nfree] = ready_slot[i]
                 nfree += 1
-        if not disk_busy and _disk_has_work(d, dq_head, dq_tail):
-            j, service, dq_head, dq_tail, end = _serve_next(d, dq_head, dq_tail, head_addr,
-                                                            cscan,
-                                                       extent_bytes, now, now - disk_free_at)
-            if j >= 0:
-                busy += service
-                head_addr = end
-                disk_busy = True
-                disk_t = now + service
-                disk_op = j
-            elif service > 0.0:  # the throttle holds the next request that long
-                disk_busy = True
-                disk_t = now + service
-                disk_op = NO_LINK
+        if not disk_busy:
+            disk_busy, disk_t, disk_op, dq_head, dq_tail, head_addr, busy = _start_disk(
+                d, dq_head, dq_tail, head_addr, cscan, extent_bytes, now, disk_free_at, busy)
     if run_len > 0:
         _count_run(run, run_len, hist, bounds, word, bits, runs)
     return busy, disk_free_at, DONE, last_done
