@@ -1170,10 +1170,9 @@ def _cscan_take(d, tail, from_addr):
     hi = tail
     while lo < hi:  # the first read at or past the position
         mid = (lo + hi) >> 1
-        if d.qaddr[mid] < from_addr:
-            lo = mid + 1
-        else:
-            hi = mid
+        below = d.qaddr[mid] < from_addr
+        lo = mid + 1 if below else lo
+        hi = hi if below else mid
     if lo == tail:
         lo = 0
     j = d.dq[lo]
