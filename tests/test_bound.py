@@ -59,6 +59,60 @@ def lru_brute(refs: list[int], capacity: int) -> int:
     return misses
 
 
+def aggressive_brute(refs: list[int], capacity: int, fetch_time: int) -> tuple[list[int], int]:
+    """Cao et al.'s aggressive as oracle.aggressive_fetches states it, plainly: the resident
+    blocks with their next reference (len(refs): never again, so evicted first) in a dict,
+    the furthest by a scan. Returns (the reference each fetch is for, elapsed time units)."""
+    n = len(refs)
+    nxt, seen = [n] * n, {}
+    for i in range(n - 1, -1, -1):
+        nxt[i], seen[refs[i]] = seen.get(refs[i], n), i
+    resident: dict[int, list] = {}  # block -> [arrived, next reference]
+    out: list[int] = []
+    t = busy_until = p = q = 0
+    flight = None
+    while p < n:
+        if flight is not None and t >= busy_until:
+            resident[flight][0] = True
+            flight = None
+        if flight is None:
+            q = max(q, p)
+            while q < n and refs[q] in resident:
+                q += 1
+            far = max(resident, key=lambda b: resident[b][1], default=None)
+            if q < n and (len(resident) < capacity or resident[far][1] > q):
+                if len(resident) >= capacity:
+                    del resident[far]
+                resident[refs[q]] = [False, q]
+                flight = refs[q]
+                busy_until = t + fetch_time
+                out.append(q)
+        if refs[p] in resident and (resident[refs[p]][0] or flight != refs[p]):
+            resident[refs[p]][1] = nxt[p]
+            p += 1
+            t += 1
+        else:  # stall until the block in flight arrives
+            t = busy_until
+    return out, t
+
+
+@settings(max_examples=150, deadline=None)
+@given(refs=st.lists(st.integers(0, 40), max_size=400), capacity=st.integers(1, 6),
+       fetch_time=st.integers(1, 5))
+@example(refs=np.random.default_rng(5).integers(0, 300, 6000).tolist(), capacity=6,
+         fetch_time=3)  # more than 64 * 64 references, far apart: three levels of the set
+def test_aggressive_equals_brute_force(refs: list[int], capacity: int,
+                                       fetch_time: int) -> None:
+    from seqheur.bound import next_uses
+    from seqheur.oracle import aggressive_fetches
+
+    ids = np.asarray(refs, np.int64)
+    n_ids = int(ids.max()) + 1 if ids.size else 0
+    got, elapsed = aggressive_fetches(ids, next_uses(ids, n_ids), capacity, n_ids, fetch_time)
+    want, want_elapsed = aggressive_brute(refs, capacity, fetch_time)
+    assert got.tolist() == want and int(elapsed) == want_elapsed
+
+
 @settings(max_examples=150, deadline=None)
 @given(refs=st.lists(st.integers(0, 7), max_size=40), capacity=st.integers(1, 6))
 def test_belady_equals_brute_force_min(refs: list[int], capacity: int) -> None:

@@ -191,22 +191,39 @@ def next_uses(ids, n_ids):
     return nxt
 
 
-@njit(cache=True, nogil=True)
 def next_and_previous_uses(ids, n_ids):
     """:func:`next_uses` and, in the same pass, for each reference the index of the previous
-    reference to the same block (-1: none)."""
+    reference to the same block (-1: none), each block's first reference (and a 0 after
+    them: every block of ``0..n_ids-1`` is referenced) and :func:`longest_reuse` (passes of
+    their own cost 0.012 s more on the benchmark's 2 M READs). The arrays are numpy's
+    (:func:`_link_uses` fills them): numpy asks for huge pages for large ones, so when the
+    allocator has given the heap's top back between calls, faulting them in again costs a
+    few hundred page faults rather than tens of thousands."""
     n = ids.shape[0]
     nxt = np.empty(n, np.int64)
-    prev = np.empty(n, np.int64)
-    last = np.full(n_ids, n, np.int64)
+    prev = np.empty(n + 1, np.int64)  # prev[n]: where a reference with no next one writes
+    last = np.full(n_ids + 1, n, np.int64)
+    most = _link_uses(ids, nxt, prev, last)
+    return nxt, prev[:n], last, int(most)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _link_uses(ids, nxt, prev, last):
+    """:func:`next_and_previous_uses`' pass (``last``: ``n`` for each of the ``n_ids``
+    blocks, and one more entry; ``prev``: n + 1 entries); returns the longest reuse.
+    Without a branch on whether a reference has a next one: on the benchmark's trace that
+    is a coin flip per reference, and its mispredictions cost a third of the pass."""
+    n = ids.shape[0]
+    most = 0
     for i in range(n - 1, -1, -1):
         j = last[ids[i]]
         nxt[i] = j
         prev[i] = -1  # until an earlier reference to the block is met
-        if j < n:
-            prev[j] = i
+        prev[j] = i  # prev[n] when none
+        most = max(most, j - i if j < n else 0)
         last[ids[i]] = i
-    return nxt, prev
+    last[last.shape[0] - 1] = 0
+    return most
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -363,6 +380,26 @@ def first_references(ids, n_ids):
     return out[:m]
 
 
+def first_references_of(prev, n_ids):
+    """:func:`first_references` from the references' previous uses (-1: none): one
+    sequential pass, no lookup per reference (0.005 -> 0.002 s on the benchmark's trace);
+    the array is numpy's (:func:`next_and_previous_uses` says why)."""
+    out = np.empty(n_ids + 1, np.int64)  # out[n_ids]: written past the last one
+    return out[:_first_references_into(prev, out)]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _first_references_into(prev, out):
+    """Without a branch per reference (a coin flip on the benchmark's trace): each index
+    is written, and kept (the count moves on) when it is a first reference; at most
+    ``out.shape[0] - 1`` of them."""
+    m = 0
+    for i in range(prev.shape[0]):
+        out[m] = i
+        m += prev[i] < 0
+    return m
+
+
 @njit(cache=True, nogil=True)
 def belady_fetches(ids, nxt, capacity, n_ids):
     """The references at which Belady's MIN with ``capacity`` blocks misses, in order
@@ -477,39 +514,60 @@ def _zone_of(zone_start, addr):
     return max(lo - 1, 0)
 
 
-@njit(cache=True, nogil=True)
-def _transfer(addr, ln, base, owner, n_blocks, bs, longest, ra, zone_start, span_max):
-    """Term 1 of the module docstring: per piece, its bytes at the fastest rate of the zones
-    a read covering it may start in (``span_max[first, last]``: the fastest of zones first
-    to last), and per block the sum of its pieces'."""
-    piece_s = np.empty(addr.shape[0])
-    block_s = np.zeros(n_blocks)
-    for i in range(addr.shape[0]):
-        lo = addr[i] - longest - ra
-        if addr[i] - base[i] >= bs:
-            lo = max(lo, base[i] - ra)
-        rate = span_max[_zone_of(zone_start, lo), _zone_of(zone_start, addr[i] + ln[i] - 1)]
-        piece_s[i] = ln[i] / rate
-        block_s[owner[i]] += piece_s[i]
-    return piece_s, block_s
-
-
-@njit(cache=True, nogil=True)
-def _gaps_in_order(addr, ln):
-    """The gaps between runs of pieces (each piece's start less the furthest end before it,
-    when positive), if the pieces are in address order (else None)."""
-    m = addr.shape[0]
-    out = np.empty(max(m - 1, 0), np.int64)
+@cache_by_sources  # calls the drive model's extent_address: keyed by every source
+@njit(nogil=True, _nrt=False)
+def _transfer_and_gaps(keys, sizes, bs, ext_first, ext_base, extent_bytes, longest, ra,
+                       zone_start, span_max, piece_s, gaps):
+    """Terms 1 and 2 of the module docstring over :func:`_block_pieces`' pieces, made as it
+    makes them (no arrays of them: a pass over four arrays of a piece per block cost more
+    than the work): per piece, its bytes at the fastest rate of the zones a read covering
+    it may start in (``span_max[first, last]``: the fastest of zones first to last), into
+    ``piece_s``; the gaps between runs of pieces (each piece's start less the furthest end
+    before it, when positive) into ``gaps`` while the pieces come in address order.
+    Returns (the pieces, the gaps or -1 if the pieces are not in address order, the least
+    sum over a block of its pieces' seconds: inf without blocks)."""
+    m = 0
     k = 0
-    end = addr[0] + ln[0] if m else 0
-    for i in range(1, m):
-        if addr[i] < addr[i - 1]:
-            return None
-        if addr[i] > end:
-            out[k] = addr[i] - end
-            k += 1
-        end = max(end, addr[i] + ln[i])
-    return out[:k]
+    cheapest = np.inf
+    last_addr = np.int64(0)
+    end = np.int64(0)
+    for i in range(keys.shape[0]):
+        f = keys[i] >> KEY_SHIFT
+        off = (keys[i] & BLOCK_MASK) * bs
+        rem = min(bs, sizes[f] - off)
+        block_s = 0.0
+        while rem > 0:
+            if extent_bytes == NO_EXTENTS:  # contiguous: no 64-bit division per block
+                x = 0
+                within = off
+            else:
+                x = off // extent_bytes
+                within = off - x * extent_bytes
+            base = extent_address(f, x, ext_first, ext_base, extent_bytes)
+            ln = min(rem, extent_bytes - within)
+            addr = base + within
+            lo = addr - longest - ra
+            if addr - base >= bs:
+                lo = max(lo, base - ra)
+            rate = span_max[_zone_of(zone_start, lo), _zone_of(zone_start, addr + ln - 1)]
+            piece_s[m] = ln / rate
+            block_s += piece_s[m]
+            if m == 0:
+                end = addr + ln
+            elif k >= 0:
+                if addr < last_addr:
+                    k = -1
+                else:
+                    if addr > end:
+                        gaps[k] = addr - end
+                        k += 1
+                    end = max(end, addr + ln)
+            last_addr = addr
+            m += 1
+            rem -= ln
+            off += ln
+        cheapest = min(cheapest, block_s)
+    return m, k, cheapest
 
 
 def drive_cache_blocks(model: Any, block_size: int) -> int:
@@ -533,12 +591,6 @@ def disk_bound(model: Any, sizes: np.ndarray, keys: np.ndarray, block_size: int
     place = model.place(np.maximum(sizes, 1))
     ext = int(model.layout.extent_bytes)
     cap = keys.size * (1 if ext == 0 else bs // ext + 2)
-    addr, ln = np.empty(cap, np.int64), np.empty(cap, np.int64)
-    base, owner = np.empty(cap, np.int64), np.empty(cap, np.int64)
-    m = _block_pieces(np.ascontiguousarray(keys, np.int64), sizes, np.int64(bs),
-                      place.ext_first, place.ext_base, np.int64(place.extent_bytes),
-                      addr, ln, base, owner)
-    addr, ln, base, owner = addr[:m], ln[:m], base[:m], owner[:m]
     # 1. transfer, each piece at the fastest zone a read covering it may start in
     ra = int(model.iparams[2])
     longest = int(((np.maximum(sizes, 1) + bs - 1) // bs * bs).max()) if sizes.size else bs
@@ -548,12 +600,23 @@ def disk_bound(model: Any, sizes: np.ndarray, keys: np.ndarray, block_size: int
     nz = zr.size
     span_max = np.array([[zr[i:max(i, j) + 1].max() for j in range(nz)] for i in range(nz)],
                         np.float64)
-    piece_s, block_s = _transfer(addr, ln, base, owner, keys.size, np.int64(bs),
-                                 np.int64(longest), np.int64(ra),
-                                 np.ascontiguousarray(model.zone_start), span_max)
+    keys = np.ascontiguousarray(keys, np.int64)
+    # numpy's arrays, not numba's (next_and_previous_uses says why)
+    piece_s, gaps = np.empty(cap), np.empty(max(cap - 1, 0), np.int64)
+    m, k, cheapest = _transfer_and_gaps(
+        keys, sizes, np.int64(bs), place.ext_first, place.ext_base,
+        np.int64(place.extent_bytes), np.int64(longest), np.int64(ra),
+        np.ascontiguousarray(model.zone_start), span_max, piece_s, gaps)
+    piece_s = piece_s[:m]
     # 2. gaps between runs, in address order (a contiguous layout has them so already)
-    gaps = _gaps_in_order(addr, ln)
-    if gaps is None:
+    if k >= 0:
+        gaps = gaps[:k]
+    else:
+        addr, ln = np.empty(cap, np.int64), np.empty(cap, np.int64)
+        base, owner = np.empty(cap, np.int64), np.empty(cap, np.int64)
+        _block_pieces(keys, sizes, np.int64(bs), place.ext_first, place.ext_base,
+                      np.int64(place.extent_bytes), addr, ln, base, owner)
+        addr, ln = addr[:m], ln[:m]
         order = np.argsort(addr, kind="stable")
         a_sorted, e_sorted = addr[order], (addr + ln)[order]
         gaps = a_sorted[1:] - np.maximum.accumulate(e_sorted)[:-1]
@@ -565,7 +628,7 @@ def disk_bound(model: Any, sizes: np.ndarray, keys: np.ndarray, block_size: int
         "bound_gap_seconds": float(cost(gaps.astype(np.float64)).sum()) if gaps.size else 0.0,
         "bound_gap_cost": how,
         "runs": int(gaps.size + 1) if m else 0,
-        "_cheapest_block_s": float(block_s.min()) if keys.size else 0.0,
+        "_cheapest_block_s": float(cheapest) if keys.size else 0.0,
     }
 
 
@@ -643,7 +706,8 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
     cons = None
     bel = bel_d = distinct
     lru = distinct  # every block missed once: a cache that holds them all
-    if lru_cache is not None and longest_reuse(nxt) > cap:
+    if lru_cache is not None and (refs.longest if refs.longest is not None
+                                  else longest_reuse(nxt)) > cap:
         # else every re-reference comes at most C references after the last one to its
         # block, so fewer than C other blocks were touched in between: an LRU hit
         lru = int(C.lru_misses(rf, rb, lru_cache))
@@ -651,7 +715,8 @@ def bound(trace_or_stream: Any, cache: Any = DEFAULT.cache, profile: Any = DEFAU
         # LRU misses each block once (so does any cache holding every block), so MIN (never
         # more misses than LRU, never fewer than the distinct blocks) does, with this cache
         # or a larger one: its misses are the blocks' first references
-        cons = first_references(ids, distinct)
+        cons = (first_references_of(refs.prev, distinct) if refs.prev is not None
+                else first_references(ids, distinct))
     elif references or lru > distinct:
         drive = model is not None and cap is not None and cap + d < distinct
         fetched, bel_d = belady_runs(

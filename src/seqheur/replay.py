@@ -266,6 +266,10 @@ class Replayer:
     cost of one replay plus the disk model (and the timing model) per profile.
     """
 
+    #: disk reads buffered before they go to the disk model (how they are cut in batches
+    #: changes no result: :meth:`DiskPricer.price`)
+    ops_capacity = _OPS_CAP
+
     def __init__(self, file_ids: np.ndarray, *, detector: Any = DEFAULT.detector,
                  table: Any = DEFAULT.table, policy: Any = DEFAULT.policy,
                  cache: Any = DEFAULT_CACHE,
@@ -316,7 +320,7 @@ class Replayer:
             cache=C.new_cache(self.cache_bytes, self.policy.bsize),
             fs=R.new_file_state(nf), fsize=fsize, ctr=R.new_record(M.COUNTER_DTYPE),
             lost=np.zeros(len(M.CAUSES), np.int64), req=R.new_record(R.REQUEST_DTYPE),
-            ops=R.new_op_buffer(_OPS_CAP, per_blk),
+            ops=R.new_op_buffer(self.ops_capacity, per_blk),
             acts=R.new_action_buffer(_ACTS_CAP if actions else 0))
         self._actions: list[np.ndarray] | None = [] if actions else None
         chosen = [profile] if profiles is None else list(profiles)

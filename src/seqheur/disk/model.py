@@ -348,7 +348,14 @@ def _advance(state, nseg, segbytes, dt, zone_start, zone_rate):
     lim = state[S_PFLIM]
     if pos >= lim:
         return
-    got = np.int64(dt * _rate(zone_start, zone_rate, pos))
+    _progress(state, nseg, segbytes, seg, pos, lim, dt, _rate(zone_start, zone_rate, pos))
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _progress(state, nseg, segbytes, seg, pos, lim, dt, rate):
+    """:func:`_advance` past its checks (read-ahead segment ``seg`` running at ``pos`` <
+    ``lim``, ``dt`` > 0) given the rate of the zone holding ``pos``."""
+    got = np.int64(dt * rate)
     newpos = min(lim, pos + got)
     state[S_PFPOS] = newpos
     state[S_HEAD] = newpos
@@ -420,8 +427,12 @@ def _piece(addr, ln, first, state, ip, fp, seek_d, seek_t, zone_start, zone_rate
         pos = state[S_PFPOS]
         stop = min(state[S_PFMIN], state[S_PFLIM])
         if pos < stop:
-            dt = (stop - pos) / _rate(zone_start, zone_rate, pos)
-            _advance(state, nseg, segbytes, dt + 1e-12, zone_start, zone_rate)
+            # _advance's checks hold (pos < stop <= its limit) and its rate is this one: a
+            # second search of the zones was a tenth of a positioned read's time
+            rate = _rate(zone_start, zone_rate, pos)
+            dt = (stop - pos) / rate
+            _progress(state, nseg, segbytes, state[S_PFSEG], pos, state[S_PFLIM], dt + 1e-12,
+                      rate)
             t += dt
         state[S_PFSEG] = -1
     head = state[S_HEAD]
