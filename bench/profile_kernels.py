@@ -4,6 +4,7 @@
     python bench/profile_kernels.py disk
     python bench/profile_kernels.py nfsdump [--lines N]
     python bench/profile_kernels.py oracle [--requests N]   (the oracle's replay in bound)
+    python bench/profile_kernels.py timing [--requests N]   (the closed-loop model alone)
 
 perf (Debian ``linux-perf``) samples the process; numba's JIT code has no symbols, so after
 the warm-up this script writes ``/tmp/perf-PID.map`` (perf's map format for JIT code) from the
@@ -223,7 +224,30 @@ def _oracle(args) -> list:
     return [[warm._run] + ([service_kernel] if profile else []), run]
 
 
-WORKLOADS = {"replay": _replay, "disk": _disk, "nfsdump": _nfsdump, "oracle": _oracle}
+def _timing(args) -> list:
+    """The closed-loop model (``preset=paper-testbed``) alone, on the disk reads the replay
+    benchmark's configuration records for it."""
+    sys.path.insert(0, str(ROOT))
+    from bench_detect import make_stream
+
+    from seqheur.replay import Replayer, observed_file_sizes
+    from seqheur.timing import closed_loop as CL
+
+    stream = make_stream(args.requests)
+    rp = Replayer(stream.file_ids, detector=args.detector, table=args.table,
+                  policy=args.policy, cache=256 << 20, profile=args.profile,
+                  file_sizes=observed_file_sizes(stream), per_request=False,
+                  timing="closed-loop:preset=paper-testbed")
+    rp.feed(stream)
+    params, inputs = rp.timing.params, rp.timing_inputs()
+    CL.run(params, inputs).summary(1)
+
+    def run():
+        CL.run(params, inputs).summary(1)
+    return [[CL.simulate, CL._short_loop, CL._count_or_collect], run]
+
+
+WORKLOADS = {"replay": _replay, "timing": _timing, "disk": _disk, "nfsdump": _nfsdump, "oracle": _oracle}
 
 
 def child(args) -> None:

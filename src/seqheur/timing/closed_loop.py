@@ -505,15 +505,9 @@ def _client_times(n):
 
 
 @njit(cache=True, nogil=True)
-def small_pages_copy(a):
-    """A copy of ``a`` allocated by numba (small pages, as :func:`_client_times`): the
-    replay's record of the disk reads for the model."""
-    return a.copy()
-
-
-@njit(cache=True, nogil=True)
 def small_pages_empty(like, n):
-    """An array of ``n`` of ``like``'s type allocated by numba (as :func:`small_pages_copy`)."""
+    """An array of ``n`` of ``like``'s type allocated by numba (small pages, as
+    :func:`_client_times`): the replay's record of the disk reads for the model."""
     return np.empty(n, like.dtype)
 
 
@@ -689,7 +683,7 @@ def _issued(x, slot, file, op_req, op_file, op_ptr, w):
     ``op_req == x``) are ranked among their file's and in flight until the disk says so.
     Returns the next read, or NO_LINK when one finds its place in the ring still taken."""
     m = op_file.size
-    mask = w.op_rank.size - 1
+    mask = _ring_mask(w.op_rank)
     w.file_ops_before[slot] = w.file_ops[file[x]]
     w.op_lo[slot] = op_ptr
     while op_ptr < m and op_req[op_ptr] == x:
@@ -719,7 +713,7 @@ def _issue_read(x, now, issue, arr_r, arr_seq, arr_slot, issued, seq, free_slot,
     joins the READs on their way to the server (the ring ``arr_*``, in issue order, with
     sequence number ``seq``); its disk reads start at ``op_lo``. Returns the READs issued,
     the next sequence number, the free slots left and where its disk reads end."""
-    q = issued & (arr_r.size - 1)
+    q = issued & _ring_mask(arr_r)
     issue[x] = now
     arr_r[q] = x
     arr_seq[q] = seq
@@ -760,41 +754,37 @@ def _server_has(x, slot, file, offset, nbytes, op_sync, op_off, op_len, d, dq_he
         if op_sync[j] != 0:
             cnt += 1
             free = _wait_for(j, x, slot, w, free)
-    a = offset[x]
-    b = a + nbytes[x]
-    if b > a:
-        oldest = w.file_ops_before[slot] - LOOKBACK
-        mask = w.op_rank.size - 1
-        j = w.live_tail[file[x]]
-        while j != NO_LINK:
-            if j < lo:
-                if w.op_rank[j & mask] < oldest:
-                    break
-                if op_off[j] < b and a < op_off[j] + op_len[j]:
-                    cnt += 1
-                    free = _wait_for(j, x, slot, w, free)
-            j = w.live_prev[j & mask]
+    j = _overlap_in_flight(x, slot, w.live_tail[file[x]], file, offset, nbytes, op_off,
+                           op_len, w)
+    while j != NO_LINK:
+        cnt += 1
+        free = _wait_for(j, x, slot, w, free)
+        j = _overlap_in_flight(x, slot, w.live_prev[j & _ring_mask(w.op_rank)], file, offset,
+                               nbytes, op_off, op_len, w)
     w.pending[slot] = cnt
     return dq_tail, free
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
-def _waits_for_none(x, slot, file, offset, nbytes, op_off, op_len, w):
-    """:func:`_server_has`'s look-back for READ x (in ``slot``) with no disk read of its
-    own, without its effects: whether no read of its file in flight holds its bytes."""
+def _overlap_in_flight(x, slot, j, file, offset, nbytes, op_off, op_len, w):
+    """The look-back of READ x (in ``slot``): from disk read j on, back along its file's
+    reads in flight, the next one issued before x's own reads and among the last LOOKBACK
+    of its file that holds some of its bytes; NO_LINK when none does."""
     a = offset[x]
     b = a + nbytes[x]
-    if b > a:
-        oldest = w.file_ops_before[slot] - LOOKBACK
-        mask = w.op_rank.size - 1
-        j = w.live_tail[file[x]]
-        while j != NO_LINK:  # every read in flight was issued before x's (it has none)
+    if b <= a:
+        return NO_LINK
+    lo = w.op_lo[slot]
+    oldest = w.file_ops_before[slot] - LOOKBACK
+    mask = _ring_mask(w.op_rank)
+    while j != NO_LINK:
+        if j < lo:
             if w.op_rank[j & mask] < oldest:
-                break
+                return NO_LINK
             if op_off[j] < b and a < op_off[j] + op_len[j]:
-                return False
-            j = w.live_prev[j & mask]
-    return True
+                return j
+        j = w.live_prev[j & mask]
+    return NO_LINK
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -802,7 +792,7 @@ def _wait_for(j, r, slot, w, free):
     """READ r (in ``slot``) waits for disk read j: a node from the free list into j's list
     of waiters, kept in READ order (CPU events come nearly in READ order: almost always an
     append). Returns the free list's new head."""
-    q = j & (w.w_head.size - 1)  # the read's place in the ring
+    q = j & _ring_mask(w.w_head)  # the read's place in the ring
     k = free
     free = w.node_next[k]
     w.node_r[k] = r
@@ -833,7 +823,7 @@ def _wait_for(j, r, slot, w, free):
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _read_done(j, f, w):
     """Disk read j (of file f) is done: no longer in flight, its place in the ring free."""
-    mask = w.op_rank.size - 1
+    mask = _ring_mask(w.op_rank)
     k = j & mask
     after = w.live_next[k]
     before = w.live_prev[k]
@@ -856,7 +846,7 @@ def _request_done(j, d, w, free, ready_r, ready_slot):
     nready = 0
     while j != NO_LINK:
         _read_done(j, d.op_file[j], w)
-        k = w.w_head[j & (w.w_head.size - 1)]
+        k = w.w_head[j & _ring_mask(w.w_head)]
         while k != NO_LINK:
             slot = w.node_slot[k]
             w.pending[slot] -= 1
@@ -873,11 +863,16 @@ def _request_done(j, d, w, free, ready_r, ready_slot):
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
-def _send(r, now, nbytes, rate, link_free):
+def _send(r, now, nbytes, rate, link_free, wire):
     """READ r's reply goes on the wire after the replies before it; returns when it leaves
-    the wire (the wire is free again then)."""
+    the wire (the wire is free again then). ``wire``: the bytes of the reply before and its
+    time on the wire (most replies have the bytes of the one before: no division)."""
+    nb = nbytes[r]
+    if nb != wire[0]:
+        wire[0] = nb
+        wire[1] = nb / rate if rate > 0 else 0.0
     start = now if now > link_free else link_free
-    return start + (nbytes[r] / rate if rate > 0 else 0.0)
+    return start + wire[1]
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -925,7 +920,7 @@ def _count_run(v, k, hist, bounds, word, bits, runs):
 def _cpu_event(t, s, r, slot, cpu_t, cpu_seq, cpu_r, cpu_slot, head, length):
     """Queue the CPU event of READ r (in ``slot``) at time t (sequence s) in the ring of CPU
     events, sorted by time; among equal times after the ones queued before."""
-    mask = cpu_t.size - 1  # a power of 2
+    mask = _ring_mask(cpu_t)  # a power of 2
     p = length
     while p > 0 and cpu_t[(head + p - 1) & mask] > t:
         q = (head + p) & mask
@@ -940,6 +935,14 @@ def _cpu_event(t, s, r, slot, cpu_t, cpu_seq, cpu_r, cpu_slot, head, length):
     cpu_seq[q] = s
     cpu_r[q] = r
     cpu_slot[q] = slot
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _ring_mask(ring):
+    """The mask of a ring buffer (its size a power of 2) with the sign bit clear: an index
+    masked by it is known not to be negative, so numba's wraparound of negative indices
+    compiles to nothing."""
+    return (ring.size - 1) & 0x7FFFFFFFFFFFFFFF
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -1139,19 +1142,13 @@ def _push(d, j, a, tail, cscan):
     if not cscan:
         d.dq[tail] = j
         return tail + 1
-    lo = 0
-    hi = tail
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if d.qaddr[mid] <= a:
-            lo = mid + 1
-        else:
-            hi = mid
-    for k in range(tail, lo, -1):
+    k = tail  # after the requests at its address or below: those above move up one
+    while k > 0 and d.qaddr[k - 1] > a:
         d.dq[k] = d.dq[k - 1]
         d.qaddr[k] = d.qaddr[k - 1]
-    d.dq[lo] = j
-    d.qaddr[lo] = a
+        k -= 1
+    d.dq[k] = j
+    d.qaddr[k] = a
     tail += 1
     if _tagged(d):
         tail = _tcq_send(d, tail)
@@ -1173,10 +1170,9 @@ def _cscan_take(d, tail, from_addr):
     hi = tail
     while lo < hi:  # the first read at or past the position
         mid = (lo + hi) >> 1
-        if d.qaddr[mid] < from_addr:
-            lo = mid + 1
-        else:
-            hi = mid
+        below = d.qaddr[mid] < from_addr
+        lo = mid + 1 if below else lo
+        hi = hi if below else mid
     if lo == tail:
         lo = 0
     j = d.dq[lo]
@@ -1294,6 +1290,23 @@ def _idle(d, now, head, tail):
     return -1, 0.0, head, tail, np.int64(0)
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _start_disk(d, head, tail, head_addr, cscan, extent_bytes, now, free_at, busy):
+    """:func:`_short_loop`: the idle disk (free since ``free_at``) starts the next request at
+    ``now`` if it has work (:func:`_serve_next`). Returns whether it is busy then, until
+    when, the request's first read (NO_LINK: the throttle's hold), the queue's new head and
+    end, the disk address where the request ends (the head's) and the busy seconds."""
+    if not _disk_has_work(d, head, tail):
+        return False, 0.0, np.int64(0), head, tail, head_addr, busy
+    j, service, head, tail, end = _serve_next(d, head, tail, head_addr, cscan, extent_bytes,
+                                              now, now - free_at)
+    if j >= 0:
+        return True, now + service, j, head, tail, end, busy + service
+    if service > 0.0:  # the throttle holds the next request that long
+        return True, now + service, np.int64(NO_LINK), head, tail, head_addr, busy
+    return False, 0.0, np.int64(0), head, tail, head_addr, busy
+
+
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
 def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
              half_rtt, rate, cpu_s, nfiles, cscan, extent_bytes, d, issue, done, run_v, run_k,
@@ -1324,7 +1337,7 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
         np.empty(slots, np.int64), np.zeros(ring), np.empty(ring),
         np.empty(ring, np.int64), np.empty(ring, np.int64),
         np.empty(ring, np.int64), np.empty(slots), hist, bounds, word,
-        word[:1].view(np.uint64), (run_v, run_k, nrun))
+        word[:1].view(np.uint64), (run_v, run_k, nrun), np.full(2, -1.0))
     return busy, disk_end, status, last_done, hist, bounds, word[1] == 0.0, nrun[0]
 
 
@@ -1332,7 +1345,7 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
 def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
                 half_rtt, rate, cpu_s, cscan, extent_bytes, d, issue, done, w, free_slot,
                 ready_r, ready_slot, free_at, cpu_t, cpu_r, cpu_slot, no_seq, issued_at, hist,
-                bounds, word, bits, runs):
+                bounds, word, bits, runs, wire):
     """:func:`simulate`'s loop, over state allocated for it: without reference counting
     (``_nrt=False``), the disk queue's helpers are inlined into it rather than called with
     every array of the drive model and the queue as arguments. ``free_slot``: slot numbers
@@ -1346,7 +1359,7 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
     last_done = 0.0
     run = 0.0  # the latencies' run of one value not yet counted (_replied)
     run_len = 0
-    mask = free_at.size - 1
+    mask = _ring_mask(free_at)
     node_free = 0
     op_ptr = 0
     # slot numbers free for the next READs: a READ's is free once it replies
@@ -1371,13 +1384,15 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
     head_addr = np.int64(0)
     busy = 0.0
     while True:
-        # the fast pass: one READ to issue and no other CPU event. While each READ's CPU
+        # the fast pass: no CPU event queued. While the next READ's slot is known and its CPU
         # event comes before anything else (the disk's next event, or the disk idle with
-        # nothing to start) and the READ replies at it (no disk read of its own, none of its
-        # file's in flight over its bytes), its reply frees the slot the next READ takes:
-        # the same steps as below, in the same order, without the queue of CPU events
-        while cpu_len == 0 and nxt + 1 == known and nxt < n:
-            lo = op_ptr
+        # nothing to start), that event is the next one: the READ is issued and its CPU
+        # event runs at once, without the queue of CPU events; a reply frees the slot a
+        # later READ takes. With several READs' slots known, the one issued first has the
+        # first CPU event (READs are issued in order, so its issue time is the least) when
+        # its CPU time is the least one (one RPC, or no CPU per RPC): else it and the others
+        # take the queue. The same steps as below, in the same order
+        while cpu_len == 0 and nxt < known and nxt < n:
             last_issue, t, slot, nfree, op_ptr = _issue(
                 nxt, free_at, mask, think, arrive, last_issue, keep_times, issue, free_slot,
                 nfree, issued_at, file, op_req, d.op_file, op_ptr, w, half_rtt, cpu_s, nbytes,
@@ -1386,16 +1401,29 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 return busy, disk_free_at, RING_FULL, last_done
             x = nxt
             nxt += 1
-            if (op_ptr != lo or (t >= disk_t if disk_busy
-                                 else _disk_has_work(d, dq_head, dq_tail))
-                    or not _waits_for_none(x, slot, file, offset, nbytes, op_off, op_len, w)):
+            if ((t >= disk_t if disk_busy else _disk_has_work(d, dq_head, dq_tail))
+                    or (nxt < known and cpu_s > 0.0 and nbytes[x] > rsize)):
                 cpu_t[cpu_head] = t  # its CPU event, for the loop below
                 cpu_r[cpu_head] = x
                 cpu_slot[cpu_head] = slot
                 cpu_len = 1
                 break
-            w.pending[slot] = 0
-            link_free = _send(x, t, nbytes, rate, link_free)
+            now = t
+            if op_ptr == w.op_lo[slot] and _overlap_in_flight(
+                    x, slot, w.live_tail[file[x]], file, offset, nbytes, op_off, op_len,
+                    w) == NO_LINK:  # no disk read to queue or wait for: it replies
+                w.pending[slot] = 0
+            else:
+                dq_tail, node_free = _server_has(x, slot, file, offset, nbytes, op_sync,
+                                                 op_off, op_len, d, dq_head, dq_tail, cscan,
+                                                 now, w, node_free)
+                if not disk_busy:
+                    disk_busy, disk_t, disk_op, dq_head, dq_tail, head_addr, busy = (
+                        _start_disk(d, dq_head, dq_tail, head_addr, cscan, extent_bytes, now,
+                                    disk_free_at, busy))
+                if w.pending[slot] != 0:
+                    continue
+            link_free = _send(x, now, nbytes, rate, link_free, wire)
             last_done, run, run_len = _replied(x, slot, link_free + half_rtt, issued_at,
                                                done, keep_times, last_done, run, run_len, hist,
                                                bounds, word, bits, runs)
@@ -1405,8 +1433,11 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
             nfree += 1
         # issue every READ whose slot is known: at the later of its slot, its trace time
         # and the READ before; it reaches the server half a round trip later and has its
-        # thread at once
-        while nxt < known and nxt < n:
+        # thread at once. Not while the one CPU event queued is of a READ of one RPC (or
+        # RPCs cost no CPU): the later READs' CPU events come after it (issued no earlier,
+        # no cheaper), so they wait for the fast pass
+        while nxt < known and nxt < n and not (
+                cpu_len == 1 and (cpu_s == 0.0 or nbytes[cpu_r[cpu_head]] <= rsize)):
             last_issue, t, slot, nfree, op_ptr = _issue(
                 nxt, free_at, mask, think, arrive, last_issue, keep_times, issue, free_slot,
                 nfree, issued_at, file, op_req, d.op_file, op_ptr, w, half_rtt, cpu_s, nbytes,
@@ -1440,7 +1471,7 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                                              op_len, d, dq_head, dq_tail, cscan, now, w,
                                              node_free)
             if w.pending[slot] == 0:
-                link_free = _send(x, now, nbytes, rate, link_free)
+                link_free = _send(x, now, nbytes, rate, link_free, wire)
                 last_done, run, run_len = _replied(x, slot, link_free + half_rtt, issued_at,
                                                    done, keep_times, last_done, run, run_len,
                                                    hist, bounds, word, bits, runs)
@@ -1457,7 +1488,7 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
             nready, node_free = _request_done(disk_op, d, w, node_free, ready_r, ready_slot)
             for i in range(nready):  # they reply, in that order
                 r = ready_r[i]
-                link_free = _send(r, now, nbytes, rate, link_free)
+                link_free = _send(r, now, nbytes, rate, link_free, wire)
                 last_done, run, run_len = _replied(r, ready_slot[i], link_free + half_rtt,
                                                    issued_at, done, keep_times, last_done,
                                                    run, run_len, hist, bounds, word, bits, runs)
@@ -1465,20 +1496,9 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 known += 1
                 free_slot[nfree] = ready_slot[i]
                 nfree += 1
-        if not disk_busy and _disk_has_work(d, dq_head, dq_tail):
-            j, service, dq_head, dq_tail, end = _serve_next(d, dq_head, dq_tail, head_addr,
-                                                            cscan,
-                                                       extent_bytes, now, now - disk_free_at)
-            if j >= 0:
-                busy += service
-                head_addr = end
-                disk_busy = True
-                disk_t = now + service
-                disk_op = j
-            elif service > 0.0:  # the throttle holds the next request that long
-                disk_busy = True
-                disk_t = now + service
-                disk_op = NO_LINK
+        if not disk_busy:
+            disk_busy, disk_t, disk_op, dq_head, dq_tail, head_addr, busy = _start_disk(
+                d, dq_head, dq_tail, head_addr, cscan, extent_bytes, now, disk_free_at, busy)
     if run_len > 0:
         _count_run(run, run_len, hist, bounds, word, bits, runs)
     return busy, disk_free_at, DONE, last_done
@@ -1506,14 +1526,15 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
                        np.empty(ring, i64), np.empty(ring, i64), np.empty(ring, i64),
                        np.empty(ring), np.empty(ring, i64), np.empty(ring, i64),
                        np.empty(ring, i64), np.empty(ring), np.empty(ring, i64),
-                       np.empty(ring, i64), np.empty(ring, i64), np.empty(ring, i64), cl)
+                       np.empty(ring, i64), np.empty(ring, i64), np.empty(ring, i64), cl,
+                       np.full(2, -1.0))
 
 
 @njit(nogil=True, _nrt=False)  # cached on disk by the replay, keyed by sources
 def _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
                 half_rtt, rate, cpu_s, nfsd, cscan, extent_bytes, d, issue, done, w,
                 free_slot, ready_r, ready_slot, arr_seq, arr_slot, nq, nq_slot, cpu_t,
-                cpu_seq, cpu_r, cpu_slot, rv_t, rv_seq, rv_r, rv_slot, arr_r, cl):
+                cpu_seq, cpu_r, cpu_slot, rv_t, rv_seq, rv_r, rv_slot, arr_r, cl, wire):
     """:func:`simulate_exact`'s loop over state allocated for it (without reference
     counting, as :func:`_short_loop`). ``free_slot``: every slot number, top first (as many
     as READs may be outstanding); ``ready_*``: that many entries; the others: rings of
@@ -1521,7 +1542,7 @@ def _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
     n = nbytes.size
     think = arrive.size > 0
     per_file = cl.order.size > 0
-    mask = cpu_t.size - 1
+    mask = _ring_mask(cpu_t)
     node_free = 0
     op_ptr = 0
     # slot numbers free for the next READs (a stack): a READ's is free once its reply arrives
@@ -1655,7 +1676,7 @@ def _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                                              op_len, d, dq_head, dq_tail, cscan, now, w,
                                              node_free)
             if w.pending[slot] == 0:
-                link_free = _send(x, now, nbytes, rate, link_free)
+                link_free = _send(x, now, nbytes, rate, link_free, wire)
                 q = (rv_head + rv_len) & mask
                 rv_t[q] = link_free + half_rtt
                 rv_seq[q] = seq
@@ -1672,7 +1693,7 @@ def _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
             nready, node_free = _request_done(disk_op, d, w, node_free, ready_r, ready_slot)
             for i in range(nready):  # they reply, in that order
                 r = ready_r[i]
-                link_free = _send(r, now, nbytes, rate, link_free)
+                link_free = _send(r, now, nbytes, rate, link_free, wire)
                 q = (rv_head + rv_len) & mask
                 rv_t[q] = link_free + half_rtt
                 rv_seq[q] = seq
