@@ -280,21 +280,6 @@ def test_lower_bound_below_oracle_references_and_every_detector(s: ReadStream, p
     check_bound_and_oracle(s, profile, cache_blocks, extra, oracle_below_all=False)
 
 
-# A trace on which a detector beats the oracle (found by the law below, offline:
-# bench/oracle_losses.py --seed 41 -n 500): the oracle is not optimal yet. When the oracle
-# improves enough to pass, this xfail turns into a failure and the marker goes. (Four files on
-# the fragmented layout, 4 KiB blocks, an 8-block cache: `linux-6` beats the oracle by 3.5%.
-# The oracle's media read of the second file's blocks 15 to 22 at the ninth READ starts the
-# drive reading ahead from there, over the third file's extent, which lies next on the disk;
-# so the last READ's read of that file's two blocks lands in the segment being filled, ahead
-# of the read-ahead, and waits for the media (2.57 ms), though another segment holds them.
-# `linux-6`'s earlier reads had left a segment holding blocks 15 to 22 (a hit), and its last
-# read is a 0.42 ms hit.)
-BEATEN = dict(s=ReadStream.from_arrays([0, 0, 0, 1, 2, 2, 3, 1, 1, 2],
-                                       [25088, 50176, 50176, 0, 0, 0, 0, 25600, 58368, 0],
-                                       [0, 0, 4096, 512, 8192, 0, 4096, 32768, 32768, 8192]),
-              profile="ide-7200:extent=64KiB,seed=3", cache_blocks=8, extra=[0, 0, 0, 0])
-
 # Counterexamples pinned or found since, which the oracle now wins: four files on scsi-10k,
 # 8 KiB blocks, an 8-block cache, where policy `none` beat it by 2.0% (pinned). The oracle
 # read a file's blocks 3 to 24 in one read, longer than a drive segment, so the drive read
@@ -308,6 +293,22 @@ BEATEN = dict(s=ReadStream.from_arrays([0, 0, 0, 1, 2, 2, 3, 1, 1, 2],
 # looked free), and positioned for them at their use (7.7 ms, against `freebsd`'s 1.1 ms
 # read streaming at the first READ); a way that splits the first read now keeps the rest of
 # the way chosen so far, its read-ahead read apart too.
+# And four files on the fragmented layout (64 KiB extents), 4 KiB blocks, an 8-block cache,
+# where `linux-6` beat it by 3.5% (pinned before; bench/oracle_losses.py --seed 41 -n 500,
+# trace 163): the oracle read the second file's blocks 15 to 22, across two extents, while
+# the drive was reading ahead into the second one; its media read there set the drive
+# reading ahead over the third file's extent, so the last READ's read of that file's two
+# blocks, which another segment held, was served from the segment being filled, waiting
+# for the media (2.57 ms). The wait now applies to a read crossing extents too: re-reads of
+# the last read (hits in another segment) until the read-ahead holds the read, which is
+# then a hit and leaves the read-ahead's limit where it was, so the last read is a hit too.
+WAIT_ACROSS_EXTENTS = dict(s=ReadStream.from_arrays([0, 0, 0, 1, 2, 2, 3, 1, 1, 2],
+                                                    [25088, 50176, 50176, 0, 0, 0, 0, 25600,
+                                                     58368, 0],
+                                                    [0, 0, 4096, 512, 8192, 0, 4096, 32768,
+                                                     32768, 8192]),
+                           profile="ide-7200:extent=64KiB,seed=3", cache_blocks=8,
+                           extra=[0, 0, 0, 0])
 PAST_LOOK_AHEAD = dict(s=ReadStream.from_arrays(
     [0, 1, 0, 2, 1, 2, 1, 0, 0, 2, 3, 2, 1, 3, 0, 0, 2, 3, 1, 0, 0, 0, 2, 3, 0, 0, 2, 1, 0, 1,
      2, 2, 3, 3, 0, 1, 3, 3, 3],
@@ -403,20 +404,18 @@ OVERREAD = dict(s=ReadStream.from_arrays(
 @pytest.mark.slow
 @pytest.mark.parametrize("case", [SEGMENTS, EXTENTS, HELD, OVERREAD, FIRST_SEGMENT,
                                   READ_AHEAD_TIME, LOOK_AHEAD_READ, LRU_PLACE,
-                                  PAST_LOOK_AHEAD, DROPPED_READ_AHEAD],
+                                  PAST_LOOK_AHEAD, DROPPED_READ_AHEAD, WAIT_ACROSS_EXTENTS],
                          ids=["segments", "extents", "held", "overread", "first-segment",
                               "read-ahead-time", "look-ahead-read", "lru-place",
-                              "past-look-ahead", "dropped-read-ahead"])
+                              "past-look-ahead", "dropped-read-ahead",
+                              "wait-across-extents"])
 def test_oracle_beats_every_detector_on_former_counterexamples(case: dict) -> None:
     """Traces pinned as the oracle's counterexamples before: no detector or policy beats it
     on them now."""
     check_bound_and_oracle(**case)
 
 
-@pytest.mark.xfail(strict=True, reason="the oracle is not optimal on every trace yet "
-                   "(docs/bound.md, 'Where the oracle loses')")
 @settings(max_examples=30, deadline=None)
-@example(**BEATEN)
 @given(s=streams(), profile=st.sampled_from(PROFILES),
        cache_blocks=st.sampled_from([2, 4, 16, 1024]),
        extra=st.lists(st.sampled_from([0, 0, 100, K8 + 1, 1 << 20]), min_size=4, max_size=4))
