@@ -280,6 +280,23 @@ def test_lower_bound_below_oracle_references_and_every_detector(s: ReadStream, p
     check_bound_and_oracle(s, profile, cache_blocks, extra, oracle_below_all=False)
 
 
+# A trace on which a detector beats the oracle (found by the law below, offline:
+# bench/oracle_losses.py --seed 47 -n 500, trace 428, a seed not looked at while changing the
+# oracle): the oracle is not optimal yet. When the oracle improves enough to pass, this xfail
+# turns into a failure and the marker goes. (Four files on scsi-10k, 8 KiB blocks, a 2-block
+# cache: `freebsd4` with policy `none` beats the oracle by 1.9%; not looked at read by read.)
+BEATEN = dict(s=ReadStream.from_arrays(
+    [0, 1, 0, 1, 1, 2, 1, 2, 1, 1, 0, 0, 2, 2, 2, 0, 2, 3, 2, 0, 0, 3, 2, 3, 3, 1, 1, 2, 0, 1,
+     1, 1, 1, 0, 0, 1, 3, 0, 2, 0, 2, 3, 1, 3, 0, 1, 1, 0, 3],
+    [25088, 0, 25088, 4194304, 0, 0, 0, 0, 32768, 33280, 50176, 50176, 512, 4194816, 4220416,
+     54272, 4253184, 0, 4261376, 62464, 62464, 8192, 4294144, 12288, 37376, 62464, 70656,
+     4253696, 187552, 74752, 99840, 0, 512, 0, 0, 33792, 0, 57856, 4261888, 90624, 4265984,
+     125088, 0, 84128, 123392, 32768, 32768, 131584, 0],
+    [0, 0, 0, 100000, 0, 8192, 32768, 512, 512, 4096, 0, 4096, 0, 512, 32768, 8192, 8192, 8192,
+     32768, 0, 100000, 4096, 512, 0, 512, 8192, 4096, 8192, 0, 0, 4096, 512, 8192, 0, 32768, 0,
+     100000, 32768, 4096, 32768, 32768, 0, 32768, 100000, 8192, 0, 8192, 4096, 32768]),
+    profile="scsi-10k", cache_blocks=2, extra=[100, 1048576, 8193, 1048576])
+
 # Counterexamples pinned or found since, which the oracle now wins: four files on scsi-10k,
 # 8 KiB blocks, an 8-block cache, where policy `none` beat it by 2.0% (pinned). The oracle
 # read a file's blocks 3 to 24 in one read, longer than a drive segment, so the drive read
@@ -415,7 +432,10 @@ def test_oracle_beats_every_detector_on_former_counterexamples(case: dict) -> No
     check_bound_and_oracle(**case)
 
 
+@pytest.mark.xfail(strict=True, reason="the oracle is not optimal on every trace yet "
+                   "(docs/bound.md, 'Where the oracle loses')")
 @settings(max_examples=30, deadline=None)
+@example(**BEATEN)
 @given(s=streams(), profile=st.sampled_from(PROFILES),
        cache_blocks=st.sampled_from([2, 4, 16, 1024]),
        extra=st.lists(st.sampled_from([0, 0, 100, K8 + 1, 1 << 20]), min_size=4, max_size=4))
