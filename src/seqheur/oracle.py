@@ -83,7 +83,8 @@ from . import cache as C
 from . import engine as E
 from . import readahead as R
 from .disk.model import (F_HITOVER, F_HOST, I_NSEG, I_SEGBYTES, NO_EXTENTS, S_HDR, S_PFLIM,
-                         S_PFPOS, S_PFSEG, extent_address, service_kernel, service_read)
+                         S_PFPOS, S_PFSEG, _rate, extent_address, service_kernel,
+                         service_read)
 from .bound import (belady_fetches, demand_refs_and_reads, next_and_previous_uses,
                     next_uses, uindex)
 from .replay import Replayer
@@ -1082,50 +1083,94 @@ def _address(dr, f, off):
     return extent_address(f, k, dr.ext_first, dr.ext_base, eb) + off - k * eb
 
 
+@njit(nogil=True, _nrt=False, inline="always")
+def _piece_of(dr, f, off, ln):
+    """(disk address, bytes) of the first physically contiguous piece of file ``f``'s bytes
+    off..off+ln (a read crossing an extent is serviced piece by piece)."""
+    eb = dr.extent_bytes
+    if eb == NO_EXTENTS:
+        return _address(dr, f, off), ln
+    k = off // eb
+    return _address(dr, f, off), min(ln, (k + 1) * eb - off)
+
+
+@njit(nogil=True, _nrt=False)
+def _hit_elsewhere(dr, st, addr, end):
+    """Whether the drive (state ``st``) serves addr..end from a segment other than the one
+    it is reading ahead into: the read starts outside that one's range (else that segment
+    serves it, from the media past where the read-ahead got) and a segment holds all of it."""
+    nseg = dr.ip[I_NSEG]
+    seg = st[S_PFSEG]
+    if seg >= 0 and st[S_HDR + seg] <= addr and addr <= st[S_PFLIM]:
+        return False
+    for s in range(nseg):
+        first = st[S_HDR + s]
+        if first >= 0 and first <= addr and end <= st[S_HDR + nseg + s]:
+            return True
+    return False
+
+
 @njit(nogil=True, _nrt=False)
 def _in_filling(dr, st, f, off, ln, ahead):
-    """Whether file ``f``'s bytes off..off+ln lie, within one extent, in the segment the
-    drive (state ``st``) is reading ahead into: past where its read-ahead got (``ahead``,
-    up to its limit, so a wait makes the read a hit), or up to there (a hit now)."""
+    """Whether file ``f``'s bytes off..off+ln are all drive-cache hits now (not ``ahead``),
+    or (``ahead``) will be once the drive's read-ahead (state ``st``) gets further: each of
+    its pieces (one per extent it crosses) a hit now, in the segment being filled or in
+    another one, or in the segment being filled past where the read-ahead got, up to its
+    limit, at least one of them. With ``ahead``, where the read-ahead must have got before
+    the read for it to be all hits (0: nowhere; the hits of its pieces before one in the
+    segment being filled give the read-ahead their time too; and WAIT_MAX re-reads of the
+    last read must give it time to get there, even at the fastest zone's rate); without, 1
+    when all are hits, else 0."""
     seg = st[S_PFSEG]
     if seg < 0 or ln <= 0:
-        return False
-    eb = dr.extent_bytes
-    if eb != NO_EXTENTS and off // eb != (off + ln - 1) // eb:
-        return False
-    addr = _address(dr, f, off)
-    end = addr + ln
-    if st[S_HDR + seg] > addr:
-        return False
-    if ahead:
-        if not (st[S_PFPOS] < end and end <= st[S_PFLIM]):
-            return False
-        # and WAIT_MAX re-reads of the last read give the read-ahead time to get there, even
-        # at the fastest zone's rate
-        fastest = 0.0
-        for r in dr.zone_rate:
-            fastest = max(fastest, r)
-        return (end - st[S_PFPOS]) / fastest <= WAIT_MAX * (dr.fp[F_HITOVER]
-                                                            + dr.last[2] / dr.fp[F_HOST])
-    return end <= st[S_PFPOS]
+        return 0
+    pos = st[S_PFPOS]
+    rate = _rate(dr.zone_start, dr.zone_rate, pos)
+    need = np.int64(0)
+    lead = 0.0  # seconds of the read's pieces before this one, all hits
+    while ln > 0:
+        addr, piece = _piece_of(dr, f, off, ln)
+        end = addr + piece
+        if st[S_HDR + seg] <= addr and addr <= st[S_PFLIM]:
+            if end > pos:
+                if not ahead or end > st[S_PFLIM]:
+                    return 0
+                need = max(need, end - np.int64(lead * rate))
+        elif not _hit_elsewhere(dr, st, addr, end):
+            return 0
+        lead += (dr.fp[F_HITOVER] if lead == 0.0 else 0.0) + piece / dr.fp[F_HOST]
+        off += piece
+        ln -= piece
+    if not ahead:
+        return 1
+    if need <= pos:
+        return 0
+    fastest = 0.0
+    for r in dr.zone_rate:
+        fastest = max(fastest, r)
+    if (need - pos) / fastest <= WAIT_MAX * (dr.fp[F_HITOVER] + dr.last[2] / dr.fp[F_HOST]):
+        return need
+    return 0
 
 
 @njit(nogil=True, _nrt=False)
 def wait_hits(dr, st, f, off, ln):
     """(re-reads, seconds): the drive (state ``st``, which advances) is reading ahead into
     a segment that will hold file ``f``'s bytes off..off+ln, and has not got there yet;
-    re-reading the last read issued, which that segment holds (a hit, a few microseconds
-    of bus transfer), lets the read-ahead run on meanwhile, so the read becomes a hit too,
+    re-reading the last read issued while the drive's cache holds it (a hit, in that segment
+    or another, a command and its bus transfer), lets the read-ahead run on meanwhile, so the read becomes a hit too,
     with no command overhead and no new read-ahead it must finish. Re-reads until the
     read-ahead gets there, at most ``WAIT_MAX``; (0, 0.0) when no wait applies."""
     lf = dr.last[0]
-    if dr.ip[I_NSEG] == 0 or lf < 0 or not _in_filling(dr, st, f, off, ln, True):
+    if dr.ip[I_NSEG] == 0 or lf < 0:
         return 0, 0.0
-    end = _address(dr, f, off) + ln
+    end = _in_filling(dr, st, f, off, ln, True)
+    if end == 0:
+        return 0, 0.0
     s = 0.0
     n = 0
     while n < WAIT_MAX and st[S_PFPOS] < end and _in_filling(dr, st, lf, dr.last[1],
-                                                              dr.last[2], False):
+                                                              dr.last[2], False) > 0:
         s += service_one(dr, st, lf, dr.last[1], dr.last[2])
         n += 1
     return n, s
@@ -1240,7 +1285,8 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     # the first read lands in the segment the drive is reading ahead into, past where it
     # got: a wait for it (re-reads of the last read, hits) may make the read a hit
     to_wait = dr.ip[I_NSEG] > 0 and dr.last[0] >= 0 and _in_filling(
-        dr, dr.state, f, start * bsize, R.op_bytes(start, best1 - start + 1, bsize, eof), True)
+        dr, dr.state, f, start * bsize, R.op_bytes(start, best1 - start + 1, bsize, eof),
+        True) > 0
     if not (to_tail or to_fill or to_split or to_last or cut >= 0 or held >= 0 or to_head or (
             far > last and best1 == far and within) or to_wait):
         return best1, -1, 0  # one way only
@@ -1320,7 +1366,7 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     # the segment being filled, past where the read-ahead got
     if dr.ip[I_NSEG] > 0 and dr.last[0] >= 0 and _in_filling(
             dr, dr.state, f, start * bsize, R.op_bytes(start, best1 - start + 1, bsize, eof),
-            True):
+            True) > 0:
         s, n = price_waited(dr, c, fut, fsize, bsize, stamp, f, start, best1, best2, best_lo,
                             best_hi)
         if s < best:
