@@ -240,3 +240,12 @@ def test_tables_to_pass_only_where_a_table_is_all_that_differs():
              Config("cursor", "ellard", "auto", "1MiB", "ide-7200"),
              Config("cursor", "freebsd4", "auto", "1MiB", "ide-7200")]
     assert tables_to_pass(mixed) == ["ellard", "freebsd4"]
+
+
+def test_a_bad_table_fails_only_its_configuration(trace):
+    configs = [Config("slowdown", t, "auto", "1MiB", "ide-7200")
+               for t in ("ideal", "nosuchtable", "ellard")]
+    shared = sweep(trace, configs, None, ExecutorSpec("serial"))
+    errors = shared["error"].to_list()
+    assert errors[0] is None and errors[2] is None and "unknown table 'nosuchtable'" in errors[1]
+    frames_identical(sweep(trace, configs, None, ExecutorSpec("serial"), share=False), shared)
