@@ -661,10 +661,11 @@ def new_waits(op_req, nfiles, slots, ring):
     that time: at most ``slots`` READs, each waiting for its own reads and LOOKBACK earlier
     ones; the pool holds that many."""
     m = op_req.size
-    most = 0
-    streak = 0
-    for j in range(m):
-        streak = streak + 1 if j > 0 and op_req[j] == op_req[j - 1] else 1
+    most = 1 if m else 0
+    streak = 1
+    for j in range(1, m):
+        # without a branch: the READs' reads come one or two at a time, unpredictably
+        streak = streak * np.int64(op_req[j] == op_req[j - 1]) + 1
         most = max(most, streak)
     nodes = slots * (most + LOOKBACK)
     node_next = np.arange(1, nodes + 1, dtype=np.int64)  # all free, in a list
@@ -1093,6 +1094,13 @@ def _enqueue(d, j, head, tail, cscan, now):
     arrival order."""
     if d.rq.shape[1] == 0:  # no block layer: every read is a request, queued at once
         return _push(d, j, d.addr[j], tail, cscan)
+    return _enqueue_blk(d, j, head, tail, cscan, now)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _enqueue_blk(d, j, head, tail, cscan, now):
+    """:func:`_enqueue` through the block layer (the throttle, merging): a call of its own,
+    not inlined, so that the loops without a block layer carry none of its code."""
     d.rq[0, j] = NO_LINK
     d.rq[1, j] = j
     d.rq[2, j] = d.op_off[j]
