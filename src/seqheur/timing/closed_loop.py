@@ -661,11 +661,10 @@ def new_waits(op_req, nfiles, slots, ring):
     that time: at most ``slots`` READs, each waiting for its own reads and LOOKBACK earlier
     ones; the pool holds that many."""
     m = op_req.size
-    most = 1 if m else 0
-    streak = 1
-    for j in range(1, m):
-        # without a branch: the READs' reads come one or two at a time, unpredictably
-        streak = streak * np.int64(op_req[j] == op_req[j - 1]) + 1
+    most = 0
+    streak = 0
+    for j in range(m):
+        streak = streak + 1 if j > 0 and op_req[j] == op_req[j - 1] else 1
         most = max(most, streak)
     nodes = slots * (most + LOOKBACK)
     node_next = np.arange(1, nodes + 1, dtype=np.int64)  # all free, in a list
