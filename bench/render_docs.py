@@ -477,7 +477,7 @@ against tshark's 10.7 s (10.5-11.3), **20.3x**: the 20x target met, on its edge 
 the slowest seqheur round to tshark's median is 18.4x); start-up 0.279 s.
 """
 
-ORDER = ["detect", "replay", "engine_ab", "pcap", "ingest", "nfsdump", "stats", "disk", "sweep", "tune", "bound",
+ORDER = ["detect", "replay", "engine_ab", "pcap", "ingest", "nfsdump", "stats", "disk", "sweep", "sweep_month", "tune", "bound",
          "cli", "scaling"]
 
 

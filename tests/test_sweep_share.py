@@ -192,3 +192,60 @@ def test_a_group_failing_as_a_whole_fails_each_configuration_as_alone(trace):
     alone = sweep(trace, configs, None, ExecutorSpec("serial"), share=False)
     assert all("nosuchdetector" in e for e in shared["error"].to_list())
     frames_identical(alone, shared)
+
+
+def test_table_pass_counts_as_detect_and_names_the_fresh_requests(stream):
+    from seqheur.detect import detect, table_pass
+
+    for table in ("freebsd4", "nfsheur:2x1", "ideal", "raparms", "filecache:idle_ms=1"):
+        got = table_pass(stream, table, chunk_rows=97)  # chunks: the table carried across
+        want = detect(stream, "never", table)
+        assert (got.table, got.fresh, got.ejections, got.cold) == (
+            want.table, want.fresh, want.ejections, want.cold)
+        assert got == table_pass(stream, table)  # the digest does not depend on the chunks
+    # a table too small for the trace's files refreshes slots the ideal one never does
+    assert table_pass(stream, "nfsheur:2x1").fresh_digest != table_pass(stream, "ideal").fresh_digest
+    assert table_pass(stream, "nfsheur:4096x4").fresh_digest == table_pass(stream, "ideal").fresh_digest
+
+
+def test_tables_with_the_same_fresh_requests_are_one_replay(trace, monkeypatch):
+    """ideal and the large tables never refresh a slot here, nfsheur:2x1 does: one replay for
+    the first three per detector and cache, rows identical to a replay per configuration."""
+    import seqheur.replay as replay_module
+    from seqheur.sweep import tables_to_pass
+
+    configs = grid_from_dict({"detector": ["slowdown", "linux-6"],
+                              "table": ["ideal", "nfsheur:2x1", "ellard", "nfsheur:4096x4"],
+                              "cache": ["1MiB"], "profile": ["ide-7200", "scsi-10k"]})
+    assert tables_to_pass(configs) == ["ideal", "nfsheur:2x1", "ellard", "nfsheur:4096x4"]
+    calls = []
+    real = replay_module.replay_profiles
+    monkeypatch.setattr(replay_module, "replay_profiles",
+                        lambda *a, **k: (calls.append(k["table"]), real(*a, **k))[1])
+    shared = sweep(trace, configs, None, ExecutorSpec("serial"))
+    assert sorted(calls) == ["ideal", "ideal", "nfsheur:2x1", "nfsheur:2x1"]
+    alone = sweep(trace, configs, None, ExecutorSpec("serial"), share=False)
+    assert alone["error"].null_count() == len(configs) == 16
+    frames_identical(alone, shared)
+    assert set(alone["table_ejections"].to_list()) != {0}  # the small table's counters kept
+
+
+def test_tables_to_pass_only_where_a_table_is_all_that_differs():
+    from seqheur.sweep import tables_to_pass
+
+    one = grid_from_dict({"detector": ["slowdown", "cursor"], "table": ["ellard"],
+                          "cache": ["1MiB", "4MiB"]})
+    assert tables_to_pass(one) == []
+    mixed = [Config("slowdown", "ideal", "auto", "1MiB", "ide-7200"),
+             Config("cursor", "ellard", "auto", "1MiB", "ide-7200"),
+             Config("cursor", "freebsd4", "auto", "1MiB", "ide-7200")]
+    assert tables_to_pass(mixed) == ["ellard", "freebsd4"]
+
+
+def test_a_bad_table_fails_only_its_configuration(trace):
+    configs = [Config("slowdown", t, "auto", "1MiB", "ide-7200")
+               for t in ("ideal", "nosuchtable", "ellard")]
+    shared = sweep(trace, configs, None, ExecutorSpec("serial"))
+    errors = shared["error"].to_list()
+    assert errors[0] is None and errors[2] is None and "unknown table 'nosuchtable'" in errors[1]
+    frames_identical(sweep(trace, configs, None, ExecutorSpec("serial"), share=False), shared)

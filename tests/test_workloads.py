@@ -117,6 +117,41 @@ def test_reads_orders_by_server_time():
     assert np.array_equal(a.file_ids[a.file], b.file_ids[b.file])
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), st.sampled_from(
+    ["read", "write", "getattr", None]), st.booleans()), max_size=40),
+       st.sampled_from(["plain", "dictionary", "dictionary, two chunks"]),
+       st.sampled_from([("read",), ("read", "write")]))
+def test_reads_keeps_the_rows_of_its_ops_in_server_order(rows, op_kind, ops):
+    """Against a plain reference: rows of ``ops`` with a file, offset and count, sorted by
+    (time, source index) stably; ties, rows already in order and nulls included."""
+    t = workloads.paper(1, 0.25, reorder=0.0, seed=0).slice(0, len(rows))
+    times = [r[0] for r in rows]
+    src = [r[1] for r in rows]
+    op = [r[2] for r in rows]
+    offset = [None if not r[3] and i % 3 == 0 else i * 8192 for i, r in enumerate(rows)]
+    t = t.set_column(t.schema.get_field_index("time"), "time",
+                     pa.array([x * 1000 for x in times], t.schema.field("time").type))
+    t = t.set_column(t.schema.get_field_index("source_index"), "source_index",
+                     pa.array(src, t.schema.field("source_index").type))
+    t = t.set_column(t.schema.get_field_index("offset"), "offset",
+                     pa.array(offset, t.schema.field("offset").type))
+    op_array = pa.array(op, pa.string())
+    if op_kind == "plain":
+        op_col = pa.chunked_array([op_array], pa.string())
+    else:
+        enc = op_array.dictionary_encode()
+        cut = len(rows) // 2 if op_kind.endswith("two chunks") else len(rows)
+        op_col = pa.chunked_array([enc.slice(0, cut), op_array.slice(cut).dictionary_encode()],
+                                  enc.type)
+    t = t.set_column(t.schema.get_field_index("op"), "op", op_col)
+    want = sorted((times[i], src[i], i) for i in range(len(rows))
+                  if op[i] in ops and offset[i] is not None)
+    got = reads(t, ops=ops)
+    assert got.offset.tolist() == [offset[i] for _, _, i in want]
+    assert got.time_ns.tolist() == [x * 1000 for x, _, _ in want]
+
+
 def test_cli_synth_and_stats(tmp_path):
     r = CliRunner()
     out = tmp_path / "t.parquet"

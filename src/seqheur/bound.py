@@ -81,7 +81,7 @@ from numba import njit
 
 from . import cache as C
 from .config import DEFAULT, resolve_policy
-from .disk.model import NO_EXTENTS, extent_address
+from .disk.model import extent_piece
 from .engine import cache_by_sources
 from .errors import SeqheurError
 from .options import parse_size
@@ -430,7 +430,7 @@ def belady(keys: np.ndarray, capacity: int | None) -> int:
 # the disk lower bound
 
 
-@cache_by_sources  # calls the drive model's extent_address: keyed by every source
+@cache_by_sources  # calls the drive model's extent_piece: keyed by every source
 @njit(nogil=True, _nrt=False)
 def _block_pieces(keys, sizes, bs, ext_first, ext_base, extent_bytes, out_addr, out_len,
                   out_base, out_owner):
@@ -444,14 +444,8 @@ def _block_pieces(keys, sizes, bs, ext_first, ext_base, extent_bytes, out_addr, 
         off = (keys[i] & BLOCK_MASK) * bs
         rem = min(bs, sizes[f] - off)
         while rem > 0:
-            if extent_bytes == NO_EXTENTS:  # contiguous: no 64-bit division per block
-                k = 0
-                within = off
-            else:
-                k = off // extent_bytes
-                within = off - k * extent_bytes
-            base = extent_address(f, k, ext_first, ext_base, extent_bytes)
-            piece = min(rem, extent_bytes - within)
+            base, within, piece = extent_piece(f, off, rem, ext_first, ext_base,
+                                               extent_bytes)
             out_addr[m] = base + within
             out_len[m] = piece
             out_base[m] = base
@@ -514,7 +508,7 @@ def _zone_of(zone_start, addr):
     return max(lo - 1, 0)
 
 
-@cache_by_sources  # calls the drive model's extent_address: keyed by every source
+@cache_by_sources  # calls the drive model's extent_piece: keyed by every source
 @njit(nogil=True, _nrt=False)
 def _transfer_and_gaps(keys, sizes, bs, ext_first, ext_base, extent_bytes, longest, ra,
                        zone_start, span_max, piece_s, gaps):
@@ -537,14 +531,7 @@ def _transfer_and_gaps(keys, sizes, bs, ext_first, ext_base, extent_bytes, longe
         rem = min(bs, sizes[f] - off)
         block_s = 0.0
         while rem > 0:
-            if extent_bytes == NO_EXTENTS:  # contiguous: no 64-bit division per block
-                x = 0
-                within = off
-            else:
-                x = off // extent_bytes
-                within = off - x * extent_bytes
-            base = extent_address(f, x, ext_first, ext_base, extent_bytes)
-            ln = min(rem, extent_bytes - within)
+            base, within, ln = extent_piece(f, off, rem, ext_first, ext_base, extent_bytes)
             addr = base + within
             lo = addr - longest - ra
             if addr - base >= bs:

@@ -93,6 +93,53 @@ def detect(stream: ReadStream, detector: str | DetectorSpec = "freebsd4",
                         int(counts.ejections), int(counts.cold), stream.n_files)
 
 
+@dataclass(frozen=True)
+class TablePass:
+    """What a table model does on a trace, without a detector: ``fresh_digest`` identifies
+    the requests whose slot is fresh (a BLAKE2b digest of their indices), with the table
+    counters of :class:`DetectResult`.
+
+    A detector's state lives in one slot per file, reset exactly when the file's slot is
+    fresh (a slot holds one file, and a file keeps its slot until it gets a fresh one), and
+    every later step of a replay reads the table only through that state and the fresh flag.
+    So two tables with the same fresh requests give every detector, policy, cache, disk and
+    timing model the same replay, up to the table's own columns: its spec and ``ejections``
+    (a table may eject a file that never returns, which no later request sees); ``fresh``
+    and ``cold`` are equal by construction (``seqheur.sweep`` replays such tables once)."""
+
+    table: str
+    fresh_digest: str
+    fresh: int
+    ejections: int
+    cold: int
+
+
+def table_pass(stream: ReadStream, table: str | TableModel,
+               chunk_rows: int = 1 << 22) -> TablePass:
+    """Run ``stream`` through ``table`` alone (:class:`TablePass`), ``chunk_rows`` requests
+    at a time (the fresh flags of one chunk in memory)."""
+    import hashlib
+
+    model = parse_table(table)
+    spec = parse_detector("never")  # no state, no decision: only the table's work remains
+    tab, state, params = make_state(spec, model, stream.file_ids)
+    tcounts = E.new_table_counts(stream.n_files)
+    run = detect_loop(spec.info, steps_of(model))
+    digest = hashlib.blake2b(digest_size=16)
+    n = len(stream)
+    step = max(int(chunk_rows), 1)
+    out = (np.empty(min(step, n), np.int16), np.empty(min(step, n), np.bool_))
+    for lo in range(0, n, step):
+        hi = min(lo + step, n)
+        requests = E.Requests(_c(stream.file[lo:hi], np.int32), _c(stream.offset[lo:hi], np.int64),
+                              _c(stream.count[lo:hi], np.int32), _c(stream.time_ns[lo:hi], np.int64))
+        run(requests, 0, hi - lo, 0, tab, state, params, 0, out, True, tcounts)
+        digest.update((np.flatnonzero(out[1][:hi - lo]) + lo).astype("<i8").tobytes())
+    counts = tcounts.counts
+    return TablePass(model.spec, digest.hexdigest(), int(counts.fresh), int(counts.ejections),
+                     int(counts.cold))
+
+
 def detect_loop(info: Any, table_steps: tuple[Any, Any], nrt: bool = False) -> Any:
     """The engine loop of ``detect``: the detector's ``reset`` and ``update`` on the table's
     steps, nothing served or admitted, seqcount and slot_fresh recorded. ``nrt=True`` keeps

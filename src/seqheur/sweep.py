@@ -23,7 +23,9 @@ every registered detector with default options works. A timing model other than
 ``config_id`` is the same as before timing was an axis, so older outputs resume.
 Configurations that differ only in their disk profile are one task: one replay priced by
 each profile (:func:`share_groups`; the disk never feeds back into the replay, and a timing
-model runs after it), rows bit-identical to one replay each.
+model runs after it). Tables that make the same slots fresh on the trace (a pass of each table
+alone first, ``detect.table_pass``) are one replay too, its rows given each table's own spec
+and counters. Rows are bit-identical to one replay each.
 Rows are identical whatever the executor (serial, local processes, Dask): they are ordered by
 configuration, never by completion, and carry no wall-clock times. Re-running with the same output
 skips configurations already there (failed ones are retried).
@@ -44,7 +46,7 @@ from typing import Any, Sequence
 
 from .config import DEFAULT
 from .errors import SeqheurError
-from .executors import ExecutorSpec, guarded, run_tasks
+from .executors import ExecutorSpec, guarded, open_pool
 
 AXES = ("detector", "table", "policy", "cache", "profile", "timing")
 DEFAULTS = {a: getattr(DEFAULT, a) for a in AXES}  # seqheur.config.ReplayConfig
@@ -180,44 +182,86 @@ def run_config(trace: str, config: dict[str, str]) -> dict[str, Any]:
     return row
 
 
-_SHARED_AXES = ("detector", "table", "policy", "cache", "timing")  # one replay for all profiles
+_SHARED_AXES = ("detector", "policy", "cache", "timing")  # one replay for all profiles, and
+# for all tables with the same fresh requests
+_TABLE_COLUMNS = {"table": "table", "table_fresh": "fresh", "table_ejections": "ejections",
+                  "table_cold": "cold"}  # summary column -> TablePass field
 
 
-def run_configs(trace: str, configs: list[dict[str, str]]) -> list[tuple[str, Any]]:
-    """Configurations that differ only in their disk profile, from one replay priced by each
-    profile (``replay.replay_profiles``): one outcome per configuration,
-    ``("ok", row)`` with the row :func:`run_config` gives, or ``("error", message)``. If the
-    shared replay fails, each configuration runs on its own, so a failure (a bad profile
-    name) stays that configuration's, with the message it has alone."""
+def table_pass(trace: str, table: str) -> dict[str, Any]:
+    """``detect.table_pass`` of the trace at ``trace``, as a dict (a task's result)."""
+    import dataclasses
+
+    from .detect import table_pass as run
+
+    return dataclasses.asdict(run(load_stream(trace), table))
+
+
+def run_configs(trace: str, configs: list[dict[str, str]],
+                passes: dict[str, dict[str, Any]] | None = None) -> list[tuple[str, Any]]:
+    """Configurations that differ only in their disk profile and, among tables with the same
+    fresh requests (``passes``: :func:`table_pass` of each table), in their table, from one
+    replay with the first one's table priced by each profile (``replay.replay_profiles``):
+    one outcome per configuration, ``("ok", row)`` with the row :func:`run_config` gives, or
+    ``("error", message)``. A row of another table than the replay's gets that table's spec
+    and counters from its pass (``detect.TablePass``); the replay's own counters are checked
+    against its table's pass first. If the shared replay fails, each configuration runs on
+    its own, so a failure (a bad profile name) stays that configuration's, with the message
+    it has alone."""
     if len(configs) == 1:
         return [guarded(run_config, (trace, configs[0]))]
     from .replay import replay_profiles
 
+    first = configs[0]
     try:
         stream = load_stream(trace)
         sizes, source = trace_file_sizes(trace)
-        first = configs[0]
-        results = replay_profiles(stream, [c["profile"] for c in configs],
-                                  **{a: first[a] for a in _SHARED_AXES}, file_sizes=sizes)
-        results = [r.summary.to_dicts()[0] for r in results]
+        profiles = list(dict.fromkeys(c["profile"] for c in configs))
+        results = replay_profiles(stream, profiles, **{a: first[a] for a in (*_SHARED_AXES, "table")},
+                                  file_sizes=sizes)
+        rows = {p: r.summary.to_dicts()[0] for p, r in zip(profiles, results)}
+        if any(c["table"] != first["table"] for c in configs):
+            own = (passes or {})[first["table"]]
+            for row in rows.values():
+                if any(row[col] != own[key] for col, key in _TABLE_COLUMNS.items()):
+                    raise SeqheurError(f"table {first['table']}: the replay's table counters "
+                                       "differ from its table pass")
     except Exception:  # noqa: BLE001 - each configuration's own outcome, below
         return [guarded(run_config, (trace, c)) for c in configs]
     outcomes: list[tuple[str, Any]] = []
-    for row in results:
+    for c in configs:
+        row = dict(rows[c["profile"]])
         row["file_sizes"] = source  # as run_config's rows
+        if c["table"] != first["table"]:
+            row.update({col: passes[c["table"]][key] for col, key in _TABLE_COLUMNS.items()})
         outcomes.append(("ok", row))
     return outcomes
 
 
-def share_groups(configs: Sequence[Config]) -> list[list[int]]:
+def share_groups(configs: Sequence[Config], table_class: dict[str, str] | None = None
+                 ) -> list[list[int]]:
     """Indices of the configurations one task replays together, in order of first
-    appearance: those equal but for ``profile``. The disk model never feeds back into the
-    cache or the detector, and a timing model runs after the replay over its reads, so one
-    replay's disk reads serve every profile."""
+    appearance: those equal but for ``profile`` and, among tables of the same class in
+    ``table_class`` (table spec -> ``TablePass.fresh_digest``; a table without one is a
+    class of its own), ``table``. The disk model never feeds back into the cache or the
+    detector, and a timing model runs after the replay over its reads, so one replay's disk
+    reads serve every profile; a detector sees its table only through the fresh flags."""
+    table_class = table_class or {}
     groups: dict[tuple[str, ...], list[int]] = {}
     for i, c in enumerate(configs):
-        groups.setdefault(tuple(getattr(c, a) for a in _SHARED_AXES), []).append(i)
+        key = (*(getattr(c, a) for a in _SHARED_AXES),
+               table_class.get(c.table, "spec " + c.table))
+        groups.setdefault(key, []).append(i)
     return list(groups.values())
+
+
+def tables_to_pass(configs: Sequence[Config]) -> list[str]:
+    """Tables worth a pass: those of configurations that differ from another only in the
+    table (and the profile), in order of first appearance."""
+    tables: dict[tuple[str, ...], list[str]] = {}
+    for c in configs:
+        tables.setdefault(tuple(getattr(c, a) for a in _SHARED_AXES), []).append(c.table)
+    return list(dict.fromkeys(t for ts in tables.values() if len(set(ts)) > 1 for t in ts))
 
 
 def sweep(trace: str | os.PathLike[str], configs: Sequence[Config], output: str | os.PathLike[str] | None = None,
@@ -226,8 +270,9 @@ def sweep(trace: str | os.PathLike[str], configs: Sequence[Config], output: str 
 
     With ``output``, rows are checkpointed there (atomically) as they complete, and rows of a
     previous run already in it are kept and not recomputed. ``share``: configurations that
-    differ only in their disk profile are one task and one replay (:func:`share_groups`;
-    rows identical to ``share=False``, one replay per configuration).
+    differ only in their disk profile, or in tables that make the same slots fresh on this
+    trace, are one task and one replay (:func:`share_groups`, after a pass of each such table
+    alone; rows identical to ``share=False``, one replay per configuration).
     """
     import polars as pl
 
@@ -251,10 +296,22 @@ def sweep(trace: str | os.PathLike[str], configs: Sequence[Config], output: str 
         ordered = [rows[c.config_id] for c in configs if c.config_id in rows]
         return _frame(ordered)
 
-    groups = share_groups(todo) if share else [[i] for i in range(len(todo))]
-    tasks = [(trace, [todo[i].as_dict() for i in g]) for g in groups]
-    with progress(f"sweep ({executor.describe()})", total=len(todo)) as bar:
-        for g, task_outcome in run_tasks(run_configs, tasks, executor):
+    with open_pool(executor) as run, \
+            progress(f"sweep ({executor.describe()})", total=len(todo)) as bar:
+        passes: dict[str, dict[str, Any]] = {}
+        if share:  # the tables' passes first, on the same workers (each reads the trace once)
+            tables = tables_to_pass(todo)
+            for t, (status, value) in run(table_pass, [(trace, t) for t in tables]):
+                if status == "ok":  # else a class of its own: its replay reports the error
+                    passes[tables[t]] = value
+        groups = (share_groups(todo, {t: p["fresh_digest"] for t, p in passes.items()})
+                  if share else [[i] for i in range(len(todo))])
+        tasks = []
+        for g in groups:
+            members = [todo[i].as_dict() for i in g]
+            tasks.append((trace, members, {c["table"]: passes[c["table"]] for c in members
+                                           if c["table"] in passes}))
+        for g, task_outcome in run(run_configs, tasks):
             status, value = task_outcome
             # a task that failed as a whole (it should not: run_configs catches) fails each
             outcomes = value if status == "ok" else [task_outcome] * len(groups[g])

@@ -158,10 +158,14 @@ def reproduce_ellard(output: Path, quick: bool, as_json: bool) -> None:
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
               help="results (Parquet), one row per configuration; resumed if it exists")
 @click.option("--no-resume", is_flag=True, help="recompute configurations already in OUTPUT")
+@click.option("--no-share", is_flag=True,
+              help="one replay per configuration (default: one replay for configurations "
+                   "that differ only in disk profile, or in tables that agree on the trace)")
 @click.option("--json", "as_json", is_flag=True, help="print a run summary as JSON")
 @executor_options
-def sweep(trace: Path, grid: Path, output: Path, no_resume: bool, as_json: bool,
-          workers: int | None, dask_local: int | None, scheduler: str | None) -> None:
+def sweep(trace: Path, grid: Path, output: Path, no_resume: bool, no_share: bool,
+          as_json: bool, workers: int | None, dask_local: int | None,
+          scheduler: str | None) -> None:
     """Replay the cartesian grid of a TOML file: locally, on processes, or on Dask.
 
     TRACE should be a request-table Parquet (or dataset) on storage every worker can read:
@@ -177,7 +181,7 @@ def sweep(trace: Path, grid: Path, output: Path, no_resume: bool, as_json: bool,
 
     configs = load_grid(grid)
     df = run(trace, configs, output, executor_from_options(workers, dask_local, scheduler),
-             resume=not no_resume)
+             resume=not no_resume, share=not no_share)
     failed = df.filter(df["error"].is_not_null())
     doc = {"configurations": len(configs), "rows": df.height, "failed": failed.height,
            "output": str(output)}

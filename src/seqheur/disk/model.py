@@ -319,6 +319,21 @@ def extent_address(f, k, ext_first, ext_base, extent_bytes):
     return ext_base[ext_first[f] + nfext - 1] + (k - nfext + 1) * extent_bytes
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def extent_piece(f, off, rem, ext_first, ext_base, extent_bytes):
+    """The physically contiguous piece at byte ``off`` of file ``f`` of a read of ``rem``
+    more bytes: (the address where its extent starts, ``off``'s offset within that extent,
+    the piece's length). A contiguous layout (``NO_EXTENTS``) needs no 64-bit division."""
+    if extent_bytes == NO_EXTENTS:
+        k = 0
+        within = off
+    else:
+        k = off // extent_bytes
+        within = off - k * extent_bytes
+    return (extent_address(f, k, ext_first, ext_base, extent_bytes), within,
+            min(rem, extent_bytes - within))
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def _rate(zone_start, zone_rate, addr):
     return zone_rate[_floor_index(zone_start, addr, False)]  # the zone holding addr
@@ -613,14 +628,9 @@ def service_read(f, off, remaining, has_idle, idle_s, ext_first, ext_base, exten
     flags = 0
     first = True
     while True:
-        if extent_bytes == NO_EXTENTS:  # contiguous: skip a 64-bit division per op
-            k = 0
-            within = off
-        else:
-            k = off // extent_bytes
-            within = off - k * extent_bytes
-        addr = extent_address(f, k, ext_first, ext_base, extent_bytes) + within
-        piece = min(remaining, extent_bytes - within)
+        base, within, piece = extent_piece(f, off, remaining, ext_first, ext_base,
+                                           extent_bytes)
+        addr = base + within
         t, fl = _piece(addr, piece, first, state, ip, fp, seek_d, seek_t, zone_start,
                        zone_rate)
         total += t
