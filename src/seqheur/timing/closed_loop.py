@@ -754,28 +754,29 @@ def _server_has(x, slot, file, offset, nbytes, op_sync, op_off, op_len, d, dq_he
         if op_sync[j] != 0:
             cnt += 1
             free = _wait_for(j, x, slot, w, free)
-    j = _overlap_in_flight(x, slot, w.live_tail[file[x]], file, offset, nbytes, op_off,
+    before = w.file_ops_before[slot]
+    j = _overlap_in_flight(x, lo, before, w.live_tail[file[x]], file, offset, nbytes, op_off,
                            op_len, w)
     while j != NO_LINK:
         cnt += 1
         free = _wait_for(j, x, slot, w, free)
-        j = _overlap_in_flight(x, slot, w.live_prev[j & _ring_mask(w.op_rank)], file, offset,
-                               nbytes, op_off, op_len, w)
+        j = _overlap_in_flight(x, lo, before, w.live_prev[j & _ring_mask(w.op_rank)], file,
+                               offset, nbytes, op_off, op_len, w)
     w.pending[slot] = cnt
     return dq_tail, free
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
-def _overlap_in_flight(x, slot, j, file, offset, nbytes, op_off, op_len, w):
-    """The look-back of READ x (in ``slot``): from disk read j on, back along its file's
-    reads in flight, the next one issued before x's own reads and among the last LOOKBACK
-    of its file that holds some of its bytes; NO_LINK when none does."""
+def _overlap_in_flight(x, lo, before, j, file, offset, nbytes, op_off, op_len, w):
+    """The look-back of READ x, whose own disk reads start at ``lo``, ``before`` reads of its
+    file before them: from disk read j on, back along its file's reads in flight, the next
+    one issued before x's own reads and among the last LOOKBACK of its file that holds some
+    of its bytes; NO_LINK when none does."""
     a = offset[x]
     b = a + nbytes[x]
     if b <= a:
         return NO_LINK
-    lo = w.op_lo[slot]
-    oldest = w.file_ops_before[slot] - LOOKBACK
+    oldest = before - LOOKBACK
     mask = _ring_mask(w.op_rank)
     while j != NO_LINK:
         if j < lo:
@@ -882,7 +883,15 @@ def _replied(x, slot, t, issued_at, done, keep_times, last_done, run, run_len, h
     and, with ``keep_times``, its completion. The latencies are kept and counted as
     :func:`_latency_buckets` counts them a run of one value at a time (``run``,
     ``run_len``; :func:`_count_run`). Returns the latest reply so far and the run."""
-    v = (t - issued_at[slot]) * 1e3
+    return _latency(x, issued_at[slot], t, done, keep_times, last_done, run, run_len, hist,
+                    bounds, word, bits, runs)
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _latency(x, t_issue, t, done, keep_times, last_done, run, run_len, hist, bounds, word,
+             bits, runs):
+    """:func:`_replied` for READ x issued at ``t_issue``."""
+    v = (t - t_issue) * 1e3
     if keep_times:
         done[x] = t
     if run_len > 0 and v == run:
@@ -962,18 +971,26 @@ def _issue(r, free_at, mask, think, arrive, last_issue, keep_times, issue, free_
     in order). Returns (its issue time, when it reaches its nfsd's CPU, its slot, the free
     slots left, the disk reads' pointer from :func:`_issued`: ``NO_LINK`` if the ring of
     reads in flight is full)."""
-    t = free_at[r & mask]
-    if think and arrive[r] > t:
-        t = arrive[r]
-    if last_issue > t:
-        t = last_issue
+    t, t_cpu = _issue_times(r, free_at, mask, think, arrive, last_issue, half_rtt, cpu_s,
+                            nbytes, rsize)
     if keep_times:
         issue[r] = t
     nfree -= 1
     slot = free_slot[nfree]
     issued_at[slot] = t
     op_ptr = _issued(r, slot, file, op_req, op_file, op_ptr, w)
-    return t, (t + half_rtt) + cpu_s * _rpcs(nbytes[r], rsize), slot, nfree, op_ptr
+    return t, t_cpu, slot, nfree, op_ptr
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _issue_times(r, free_at, mask, think, arrive, last_issue, half_rtt, cpu_s, nbytes, rsize):
+    """When READ ``r`` is issued (:func:`_issue`) and when it reaches its nfsd's CPU."""
+    t = free_at[r & mask]
+    if think and arrive[r] > t:
+        t = arrive[r]
+    if last_issue > t:
+        t = last_issue
+    return t, (t + half_rtt) + cpu_s * _rpcs(nbytes[r], rsize)
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -1093,6 +1110,13 @@ def _enqueue(d, j, head, tail, cscan, now):
     arrival order."""
     if d.rq.shape[1] == 0:  # no block layer: every read is a request, queued at once
         return _push(d, j, d.addr[j], tail, cscan)
+    return _enqueue_blk(d, j, head, tail, cscan, now)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _enqueue_blk(d, j, head, tail, cscan, now):
+    """:func:`_enqueue` through the block layer (the throttle, merging): a call of its own,
+    not inlined, so that the loops without a block layer carry none of its code."""
     d.rq[0, j] = NO_LINK
     d.rq[1, j] = j
     d.rq[2, j] = d.op_off[j]
@@ -1354,6 +1378,7 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
     ``issued_at``: the issue time of the READ in each slot. The READs' times are written
     only if ``issue`` is not empty (their latencies always: a summary needs no more)."""
     n = nbytes.size
+    m = op_req.size
     think = arrive.size > 0
     keep_times = issue.size > 0
     last_done = 0.0
@@ -1393,6 +1418,34 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
         # its CPU time is the least one (one RPC, or no CPU per RPC): else it and the others
         # take the queue. The same steps as below, in the same order
         while cpu_len == 0 and nxt < known and nxt < n:
+            # first the READs the cache served, back to back: no disk read of their own,
+            # none of their bytes in flight, their CPU event before the disk's. Each takes
+            # a slot and gives it back at once, so only its times are worked out (the same
+            # steps as below, without the bookkeeping that only a READ left waiting needs)
+            if disk_busy or not _disk_has_work(d, dq_head, dq_tail):
+                while nxt < known and nxt < n and (op_ptr == m or op_req[op_ptr] != nxt):
+                    x = nxt
+                    t_issue, t = _issue_times(x, free_at, mask, think, arrive, last_issue,
+                                              half_rtt, cpu_s, nbytes, rsize)
+                    if ((disk_busy and t >= disk_t)
+                            or (x + 1 < known and cpu_s > 0.0 and nbytes[x] > rsize)
+                            or _overlap_in_flight(x, op_ptr, w.file_ops[file[x]],
+                                                  w.live_tail[file[x]], file, offset, nbytes,
+                                                  op_off, op_len, w) != NO_LINK):
+                        break  # the steps below take it
+                    last_issue = t_issue
+                    if keep_times:
+                        issue[x] = t_issue
+                    nxt += 1
+                    now = t
+                    link_free = _send(x, now, nbytes, rate, link_free, wire)
+                    last_done, run, run_len = _latency(
+                        x, t_issue, link_free + half_rtt, done, keep_times, last_done, run,
+                        run_len, hist, bounds, word, bits, runs)
+                    free_at[known & mask] = link_free + half_rtt
+                    known += 1
+                if not (nxt < known and nxt < n):
+                    break
             last_issue, t, slot, nfree, op_ptr = _issue(
                 nxt, free_at, mask, think, arrive, last_issue, keep_times, issue, free_slot,
                 nfree, issued_at, file, op_req, d.op_file, op_ptr, w, half_rtt, cpu_s, nbytes,
@@ -1410,8 +1463,8 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 break
             now = t
             if op_ptr == w.op_lo[slot] and _overlap_in_flight(
-                    x, slot, w.live_tail[file[x]], file, offset, nbytes, op_off, op_len,
-                    w) == NO_LINK:  # no disk read to queue or wait for: it replies
+                    x, op_ptr, w.file_ops_before[slot], w.live_tail[file[x]], file, offset,
+                    nbytes, op_off, op_len, w) == NO_LINK:  # nothing to queue or wait for
                 w.pending[slot] = 0
             else:
                 dq_tail, node_free = _server_has(x, slot, file, offset, nbytes, op_sync,
