@@ -373,7 +373,7 @@ def _w(p, word):
     every step of the tree's walks: the oracle's tree work took about a fifth less on the
     benchmark's trace, by profile samples against the engine loop's)."""
     return np.uint64(4 * p + word)
-HORIZON = 20  # READs after a miss with which choose_reads prices a way of reading it
+HORIZON = 24  # READs after a miss with which choose_reads prices a way of reading it
 FIRST_WINDOW = 1024  # the Pending tree's first width (it widens as the trace needs)
 
 
