@@ -28,10 +28,12 @@ trace order, it
    e.g. when the READ's blocks are in the drive's cache and the longer read is not; then
    it prices that choice together with what the next ``HORIZON`` READs would read (the
    blocks read in the look ahead resident for the READs after them, the choice's read-ahead
-   up to its first use and after it while the cache would keep it, :func:`price_after`)
+   up to its first use and after it while the cache would keep it, a block used in the
+   look ahead while fewer distinct blocks than the cache's came since, :func:`price_after`)
    against a few other ways: the read-ahead in a read of its own (room for the drive's
    read-ahead), reading over to a file's end that is near (the drive's read-ahead runs on
-   into the next file; a partial last block read alone ends at the next file's start),
+   into the next file; a partial last block read alone ends at the next file's start;
+   not over a block a READ priced demands that neither cache would keep),
    the demand alone when the READs priced use all the read-ahead,
    with a buffer cache no larger than a drive segment, filling the segment (the drive's
    cache keeps what the buffer cache cannot), the read's last block apart (room for the
