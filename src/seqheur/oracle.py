@@ -28,10 +28,12 @@ trace order, it
    e.g. when the READ's blocks are in the drive's cache and the longer read is not; then
    it prices that choice together with what the next ``HORIZON`` READs would read (the
    blocks read in the look ahead resident for the READs after them, the choice's read-ahead
-   up to its first use and after it while the cache would keep it, :func:`price_after`)
+   up to its first use and after it while the cache would keep it, a block used in the
+   look ahead while fewer distinct blocks than the cache's came since, :func:`price_after`)
    against a few other ways: the read-ahead in a read of its own (room for the drive's
    read-ahead), reading over to a file's end that is near (the drive's read-ahead runs on
-   into the next file; a partial last block read alone ends at the next file's start),
+   into the next file; a partial last block read alone ends at the next file's start;
+   not over a block a READ priced demands that neither cache would keep),
    the demand alone when the READs priced use all the read-ahead,
    with a buffer cache no larger than a drive segment, filling the segment (the drive's
    cache keeps what the buffer cache cannot), the read's last block apart (room for the
@@ -373,7 +375,7 @@ def _w(p, word):
     every step of the tree's walks: the oracle's tree work took about a fifth less on the
     benchmark's trace, by profile samples against the engine loop's)."""
     return np.uint64(4 * p + word)
-HORIZON = 20  # READs after a miss with which choose_reads prices a way of reading it
+HORIZON = 24  # READs after a miss with which choose_reads prices a way of reading it
 FIRST_WINDOW = 1024  # the Pending tree's first width (it widens as the trace needs)
 
 
@@ -884,6 +886,21 @@ def _read_in(rng, m, fr, b, touched, cap):
     return False
 
 
+@njit(nogil=True, _nrt=False)
+def fewer_between(fut, p, x, cap):
+    """Whether fewer than ``cap`` distinct blocks are referenced between demand references
+    ``p`` and ``x`` (each counted at its first reference after ``p``): the block referenced
+    at ``p`` is then still in an LRU cache of ``cap`` blocks at ``x``, as far as the demand
+    goes. The walk stops at the ``cap``-th."""
+    d = 0
+    for y in range(p + 1, x):
+        if fut.prev[y] < p:
+            d += 1
+            if d >= cap:
+                return False
+    return True
+
+
 RANK_MAX = 16  # the largest cache whose LRU order the look ahead walks (:func:`_newer`)
 
 
@@ -908,8 +925,9 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
     leaves the drive for what follows (the oracle's later reads may read ahead, or take
     another way). A block resident now, or read in the look ahead, counts as resident only
     while fewer than the cache's blocks were touched since (distinct blocks first touched
-    after READ ``stamp``: it may be the least recently used one), or while fewer references
-    than the cache's blocks come after its last use in the look ahead; a block of ``lo..hi``
+    after READ ``stamp``: it may be the least recently used one), or while fewer distinct
+    blocks than the cache's are referenced after its last use in the look ahead
+    (:func:`fewer_between`); a block of ``lo..hi``
     up to its first use (it was admitted so), and after it also while fewer references than
     the cache's blocks come between two of its uses. A block read in the look ahead also
     counts the blocks its read inserted after it; with a cache of at most ``RANK_MAX``
@@ -968,10 +986,11 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
                         continue
             elif touched <= cap and C.lookup(c, key) >= 0:
                 continue
-            # demanded within the look ahead and fewer references than the cache's blocks
-            # since: the LRU cache still holds it, however many blocks were touched since
-            # the choice
-            if fut.prev[x] > k0 and x - fut.prev[x] <= cap:
+            # demanded within the look ahead and fewer distinct blocks than the cache's
+            # referenced since: the LRU cache still holds it, however many blocks were
+            # touched since the choice (the references since bound that count from above)
+            if fut.prev[x] > k0 and (x - fut.prev[x] <= cap or
+                                     fewer_between(fut, fut.prev[x], x, cap)):
                 continue
             if _read_in(rng, m, fr, b, touched, cap):
                 continue
@@ -1069,6 +1088,21 @@ def _held(dr, f, bsize, lo, hi):
         if a >= 0 and a <= addr and addr + bsize <= e:
             held = max(held, min(top, lo + (e - addr) // bsize - 1))
     return held if held < hi else -1
+
+
+@njit(nogil=True, _nrt=False)
+def over_lost(fut, stamp, f, bsize, eof, seg, first, over, tail):
+    """Whether one read of file ``f``'s blocks first..tail (the file's last), reading over
+    from block ``over`` on, reads over a block that one of the ``HORIZON`` READs after READ
+    ``stamp`` demands and that neither cache keeps: the read is a drive segment (``seg``
+    bytes; 0: no drive cache, not asked) or longer, so the drive keeps only its last ``seg``
+    bytes, and blocks read over are not inserted in the buffer cache. Such a block is read
+    for nothing and read again at its use."""
+    ln = R.op_bytes(first, tail - first + 1, bsize, eof)
+    if seg <= 0 or ln < seg:
+        return False
+    kept = (first * bsize + ln - seg + bsize - 1) // bsize  # the first block the drive keeps
+    return kept > over and used_soon(fut, stamp, f, over, kept - 1)
 
 
 WAIT_MAX = 8  # re-reads a wait issues at most before one read (the engine's admit step
@@ -1211,7 +1245,9 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
       read ahead in its segment);
     * when the file ends within ``gap_blocks``: reading over to its end, in the same read,
       apart, or apart with the read-ahead (the drive's read-ahead then runs on into the
-      next file, and a partial last block read alone ends at the next file's start);
+      next file, and a partial last block read alone ends at the next file's start), unless
+      that read reads over a block a READ priced demands that neither cache keeps
+      (:func:`over_lost`);
     * the demand alone, when every block of the read-ahead is used within the READs priced
       (so what dropping it costs is priced too);
     * with a buffer cache no larger than one of the drive's segments, when a READ priced
@@ -1253,6 +1289,7 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     # from the READ's start, when a READ priced uses a block of it past the read-ahead
     # (which the cache could not keep until then)
     seg = dr.ip[I_SEGBYTES]
+    held_seg = seg if dr.ip[I_NSEG] > 0 else 0  # what the drive keeps of a read (0: nothing)
     fill = min(start + seg // bsize - 1, tail) if tail >= 0 else start + seg // bsize - 1
     to_fill = (dr.ip[I_NSEG] > 0 and fut.cache_blocks * bsize <= seg and fill > far
                and not (to_tail and fill == tail) and used_soon(fut, stamp, f, far + 1, fill))
@@ -1341,11 +1378,17 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
             if not to_tail:
                 continue
             if way == 1:
+                if over_lost(fut, stamp, f, bsize, eof, held_seg, start, far + 1, tail):
+                    continue
                 e1 = tail
             else:
+                if over_lost(fut, stamp, f, bsize, eof, held_seg, far + 1, far + 1, tail):
+                    continue
                 e2 = tail
         else:  # the demand, then the read-ahead and the file's end in a read of their own
             if far == last or not to_tail:
+                continue
+            if over_lost(fut, stamp, f, bsize, eof, held_seg, last + 1, far + 1, tail):
                 continue
             e1 = last
             e2 = tail
