@@ -266,6 +266,19 @@ kernels; sampling starts after the warm-up). What it found so far, and what was 
   walk is a dependent miss. Tried and dropped: the backward links in their own int32 array
   with a pointer 8 victims ahead whose record is prefetched (linux-6 0.99x, linux-3.12
   1.07x, full replay 1.00x: the link array itself misses).
+* Session 11, the month (48 configurations over 100 M requests on 2 workers, target <= 60 s;
+  section *sweep_month*, which now has its own results file; the executors' section keeps
+  its 48 replays with `--no-share`). Measured 2026-11-26 at 204 s wall (23.6 M
+  configuration-requests/s; the executors' run of that day). Two changes (2026-11-27,
+  docs/scaling.md): tables that make the same requests fresh on the trace are one replay
+  (a pass of each table alone first, 1.5-18 ns a request; on the month's trace `ellard` and
+  `ideal` agree and `freebsd4` does not: 32 replays instead of 48, rows identical), and
+  reading the trace no longer decodes the op column's strings or sorts rows already in
+  server order (`read_stream` of a 12 M-request trace 1.24-1.28 -> 1.01-1.08 CPU s). Quiet
+  machine, one run each, in turns: 148 s shared against 200 s with `--no-share` (1.35x),
+  32.4 M configuration-requests/s, peak RSS 3.2 GB per worker. Still missed: the 32 replays
+  are 50-60 ns a request each (a detector and table pass is 4 ns of it; the buffer cache
+  and the policy most of the rest, the disk model 8 %); a minute needs about 2.5x that.
 
 
 ## Ingest end to end: where the time goes
