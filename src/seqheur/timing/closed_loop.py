@@ -973,24 +973,13 @@ def _issue(r, free_at, mask, think, arrive, last_issue, keep_times, issue, free_
     reads in flight is full)."""
     t, t_cpu = _issue_times(r, free_at, mask, think, arrive, last_issue, half_rtt, cpu_s,
                             nbytes, rsize)
-    slot, nfree, op_ptr = _take_slot(r, t, keep_times, issue, free_slot, nfree, issued_at,
-                                     file, op_req, op_file, op_ptr, w)
-    return t, t_cpu, slot, nfree, op_ptr
-
-
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
-def _take_slot(r, t, keep_times, issue, free_slot, nfree, issued_at, file, op_req, op_file,
-               op_ptr, w):
-    """READ ``r``, issued at ``t`` (:func:`_issue_times`), takes a free slot: apart from its
-    times, so that times already worked out are not worked out again. Returns (its slot,
-    the free slots left, the disk reads' pointer from :func:`_issued`)."""
     if keep_times:
         issue[r] = t
     nfree -= 1
     slot = free_slot[nfree]
     issued_at[slot] = t
     op_ptr = _issued(r, slot, file, op_req, op_file, op_ptr, w)
-    return slot, nfree, op_ptr
+    return t, t_cpu, slot, nfree, op_ptr
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -1433,25 +1422,17 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
             # none of their bytes in flight, their CPU event before the disk's. Each takes
             # a slot and gives it back at once, so only its times are worked out (the same
             # steps as below, without the bookkeeping that only a READ left waiting needs)
-            # A READ it leaves to the steps below keeps the times (and, if it waits for a
-            # read in flight, that finding) worked out here: they are not worked out again
-            timed = False
-            waits_in_flight = False
             if disk_busy or not _disk_has_work(d, dq_head, dq_tail):
                 while nxt < known and nxt < n and (op_ptr == m or op_req[op_ptr] != nxt):
                     x = nxt
                     t_issue, t = _issue_times(x, free_at, mask, think, arrive, last_issue,
                                               half_rtt, cpu_s, nbytes, rsize)
-                    timed = True
                     if ((disk_busy and t >= disk_t)
-                            or (x + 1 < known and cpu_s > 0.0 and nbytes[x] > rsize)):
+                            or (x + 1 < known and cpu_s > 0.0 and nbytes[x] > rsize)
+                            or _overlap_in_flight(x, op_ptr, w.file_ops[file[x]],
+                                                  w.live_tail[file[x]], file, offset, nbytes,
+                                                  op_off, op_len, w) != NO_LINK):
                         break  # the steps below take it
-                    if _overlap_in_flight(x, op_ptr, w.file_ops[file[x]], w.live_tail[file[x]],
-                                          file, offset, nbytes, op_off, op_len,
-                                          w) != NO_LINK:
-                        waits_in_flight = True
-                        break  # the steps below take it
-                    timed = False
                     last_issue = t_issue
                     if keep_times:
                         issue[x] = t_issue
@@ -1465,12 +1446,10 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                     known += 1
                 if not (nxt < known and nxt < n):
                     break
-            if not timed:
-                t_issue, t = _issue_times(nxt, free_at, mask, think, arrive, last_issue,
-                                          half_rtt, cpu_s, nbytes, rsize)
-            last_issue = t_issue
-            slot, nfree, op_ptr = _take_slot(nxt, t_issue, keep_times, issue, free_slot, nfree,
-                                             issued_at, file, op_req, d.op_file, op_ptr, w)
+            last_issue, t, slot, nfree, op_ptr = _issue(
+                nxt, free_at, mask, think, arrive, last_issue, keep_times, issue, free_slot,
+                nfree, issued_at, file, op_req, d.op_file, op_ptr, w, half_rtt, cpu_s, nbytes,
+                rsize)
             if op_ptr == NO_LINK:
                 return busy, disk_free_at, RING_FULL, last_done
             x = nxt
@@ -1483,7 +1462,7 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 cpu_len = 1
                 break
             now = t
-            if op_ptr == w.op_lo[slot] and not waits_in_flight and _overlap_in_flight(
+            if op_ptr == w.op_lo[slot] and _overlap_in_flight(
                     x, op_ptr, w.file_ops_before[slot], w.live_tail[file[x]], file, offset,
                     nbytes, op_off, op_len, w) == NO_LINK:  # nothing to queue or wait for
                 w.pending[slot] = 0
