@@ -155,7 +155,10 @@ kernels; sampling starts after the warm-up). What it found so far, and what was 
   reads 16 k instead of 1 M. `bench/bench_bound.py` after it (with the oracle's law fixes
   of the same day, which change its decisions, not its cost on this workload), quiet
   machine, two runs: **2.71x** and 2.71x one replay (medians of 5 and 9); 2.16x and 2.15x
-  without the reference schedules. Met, with a 10 % margin.
+  without the reference schedules. Met, with a 10 % margin. After the fixes for seed 47's
+  losses (a look ahead of 24 READs: every priced miss looks further), the same benchmark on
+  the quiet machine: 2.70x (section *bound* below); on a nearly-all-miss trace (128
+  readers, 1 MiB, every miss priced) 2.92x, CPU seconds (docs/bound.md "Speed").
 * Session 5, the closed-loop timing model (target: it adds at most 30 % to the full replay;
   the replay section's figure "full + closed-loop timing against full"). Measured 2026-11-26
   with `bench/ab_timing.py --speed 3` (2 M READs of the replay benchmark's stream, base
