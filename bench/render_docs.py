@@ -256,6 +256,13 @@ kernels; sampling starts after the warm-up). What it found so far, and what was 
   about two thirds of it at the 293 k disk reads; the profile is flat (a 36 KB loop whose
   state spills to the stack), so the target needs a tight loop over the READs between two
   disk events that keeps its few numbers in registers, not another tuning pass.
+  A sixth pass (docs/timing.md) did that for the READs the cache served: a tight loop over
+  them at the start of the fast pass, and the block layer's path out of line; results
+  identical. `bench/bench_replay.py` after it, quiet machine: `full` 11.8, `full+closed-loop`
+  7.76 M READs/s, a ratio of 0.66 (the model adds 52 %). A seventh pass (the same for READs
+  whose reads are all read-ahead, and not working out a READ's times twice) was measured
+  and dropped: no gain. What is left is at the disk reads (~190 ns each) and the drive
+  model.
 * Session 6, linux-6 against linux-3.12 (target: within 1.3x, a speed ratio >= 0.77). perf
   showed `filemap_read`, called once per READ, taking the whole replay state (~150 machine
   words) on the stack; inlined into the serve step (cold compile of a linux-6 loop 32 -> 38 s
