@@ -85,8 +85,7 @@ def detect(stream: ReadStream, detector: str | DetectorSpec = "freebsd4",
     out = (np.empty(n, dtype=np.int16), np.empty(n, dtype=np.bool_))
     tcounts = E.new_table_counts(stream.n_files)
     if n:
-        requests = E.Requests(_c(stream.file, np.int32), _c(stream.offset, np.int64),
-                              _c(stream.count, np.int32), _c(stream.time_ns, np.int64))
+        requests = _requests(stream, 0, n)
         _run_detect(spec.info, steps_of(model), requests, tab, state, params, out, tcounts)
     counts = tcounts.counts
     return DetectResult(spec.spec, model.spec, out[0], out[1], int(counts.fresh),
@@ -131,9 +130,8 @@ def table_pass(stream: ReadStream, table: str | TableModel,
     out = (np.empty(min(step, n), np.int16), np.empty(min(step, n), np.bool_))
     for lo in range(0, n, step):
         hi = min(lo + step, n)
-        requests = E.Requests(_c(stream.file[lo:hi], np.int32), _c(stream.offset[lo:hi], np.int64),
-                              _c(stream.count[lo:hi], np.int32), _c(stream.time_ns[lo:hi], np.int64))
-        run(requests, 0, hi - lo, 0, tab, state, params, 0, out, True, tcounts)
+        run(_requests(stream, lo, hi), 0, hi - lo, 0, tab, state, params, 0, out, True,
+            tcounts)
         digest.update((np.flatnonzero(out[1][:hi - lo]) + lo).astype("<i8").tobytes())
     counts = tcounts.counts
     return TablePass(model.spec, digest.hexdigest(), int(counts.fresh), int(counts.ejections),
@@ -166,6 +164,12 @@ def _run_detect(info: Any, table_steps: tuple[Any, Any], requests: Any, tab: Any
             raise
         detect_loop(info, table_steps, nrt=True)(requests, 0, n, 0, tab, state, params, 0, out,
                                                  True, tcounts)
+
+
+def _requests(stream: ReadStream, lo: int, hi: int) -> Any:
+    """Requests ``lo..hi-1`` of ``stream`` as the engine loop reads them."""
+    return E.Requests(_c(stream.file[lo:hi], np.int32), _c(stream.offset[lo:hi], np.int64),
+                      _c(stream.count[lo:hi], np.int32), _c(stream.time_ns[lo:hi], np.int64))
 
 
 def _c(a: np.ndarray, dtype: Any) -> np.ndarray:
