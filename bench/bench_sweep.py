@@ -81,9 +81,10 @@ def write_grid(grid: dict, path: Path) -> Path:
     return path
 
 
-def sweep_command(trace: Path, grid: Path, out: Path, executor: list[str]) -> list[str]:
+def sweep_command(trace: Path, grid: Path, out: Path, executor: list[str],
+                  share: bool = False) -> list[str]:
     return [sys.executable, "-m", "seqheur", "sweep", str(trace), "--grid", str(grid), "-o",
-            str(out), "--no-resume", "--no-share", *executor]
+            str(out), "--no-resume", *([] if share else ["--no-share"]), *executor]
 
 
 def run_sweep(cmd: list[str], env: dict | None = None) -> dict:
@@ -202,9 +203,8 @@ def month_part(n_month: int, grid: Path, tmp: Path, out: Path) -> None:
     """The issue's grid over ``n_month`` READs on 2 workers: shared (the default command)
     and ``--no-share``, in turns, once each."""
     month = paper_trace(n_month)
-    shared_cmd = sweep_command(month, grid, tmp / "month.parquet", EXECUTORS["2 workers"])
-    shared_cmd.remove("--no-share")
-    r = run_sweep(shared_cmd)
+    r = run_sweep(sweep_command(month, grid, tmp / "month.parquet", EXECUTORS["2 workers"],
+                                share=True))
     alone = run_sweep(sweep_command(month, grid, tmp / "month-alone.parquet",
                                     EXECUTORS["2 workers"]))
     rows = pl.read_parquet(tmp / "month.parquet")
