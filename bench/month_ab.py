@@ -21,9 +21,11 @@ import hashlib, json, sys, time
 trace, reps = sys.argv[1], int(sys.argv[2])
 configs = json.loads(sys.argv[3])
 from seqheur import sweep as sw
-sw.load_stream(trace); sw.trace_file_sizes(trace)
+from seqheur.replay import replay
+stream = sw.load_stream(trace)
+sizes = sw.trace_file_sizes(trace)[0]
 for c in configs:  # load (or compile) each loop before timing
-    sw.run_configs(trace, [dict(c, table="ideal")])
+    replay(stream.slice(0, 10000), **c, per_request=False, file_sizes=sizes)
 for c in configs:
     best = None
     for _ in range(reps):
