@@ -33,7 +33,9 @@ with half its accesses missing ~0.95x, one more dependent load per probe). ``met
 list heads, sizes and counters. All state is in these arrays, so a chunked replay can carry a
 cache from one chunk to the next. Both record arrays are flat, indexed by a constant
 multiple: a two-dimensional array's row index is multiplied by its row length loaded at run
-time, one more step in every dependent walk of the lists.
+time, one more step in every dependent walk of the lists; and every index into them is
+unsigned, so numba omits the negative-index wraparound (a length kept, often on the stack,
+and three more instructions on the way to each address).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from typing import NamedTuple
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import njit, types, uint64
 from numba.core import cgutils, config
 from numba.extending import intrinsic
 
@@ -163,34 +165,34 @@ def make_key(f: int, block: int) -> int:
 @njit(cache=True, nogil=True, _nrt=False)
 def flags(c: CacheState, e: int) -> int:
     """Flag bits of entry ``e``."""
-    return c.ent[_E_WORDS * e + E_SF] & _FLAG_MASK
+    return c.ent[uint64(_E_WORDS * e + E_SF)] & _FLAG_MASK
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def stamp(c: CacheState, e: int) -> int:
     """Request index that inserted entry ``e``."""
-    return c.ent[_E_WORDS * e + E_SF] >> _FLAG_BITS
+    return c.ent[uint64(_E_WORDS * e + E_SF)] >> _FLAG_BITS
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def set_flag(c: CacheState, e: int, bits: int) -> None:
-    c.ent[_E_WORDS * e + E_SF] |= bits
+    c.ent[uint64(_E_WORDS * e + E_SF)] |= bits
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def clear_flag(c: CacheState, e: int, bits: int) -> None:
-    c.ent[_E_WORDS * e + E_SF] &= ~np.int64(bits)
+    c.ent[uint64(_E_WORDS * e + E_SF)] &= ~np.int64(bits)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def entry_key(c: CacheState, e: int) -> int:
-    return c.ent[_E_WORDS * e + E_KEY]
+    return c.ent[uint64(_E_WORDS * e + E_KEY)]
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def next_entry(c: CacheState, e: int) -> int:
     """The entry after ``e`` in its list (towards the LRU / oldest end), or -1."""
-    return c.ent[_E_WORDS * e + E_NXT]
+    return c.ent[uint64(_E_WORDS * e + E_NXT)]
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -206,7 +208,7 @@ def _hpos(c: CacheState, ck: int) -> int:
     h = c.htab
     want = ck + 1
     while True:
-        k = h[2 * i]
+        k = h[uint64(2 * i)]
         if k == want:
             return i
         if k == 0:
@@ -218,7 +220,7 @@ def _hpos(c: CacheState, ck: int) -> int:
 def _chunk_of(c: CacheState, key: int) -> int:
     """Chunk holding ``key``'s slot, or -1 (no block of that chunk is known)."""
     i = _hpos(c, key >> CHUNK_BITS)
-    return c.htab[2 * i + 1] if i >= 0 else -1
+    return c.htab[uint64(2 * i + 1)] if i >= 0 else -1
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
@@ -227,7 +229,7 @@ def _slot_value(c: CacheState, key: int) -> int:
     k = _chunk_of(c, key)
     if k < 0:
         return 0
-    return np.int64(c.slot[(k << CHUNK_BITS) | (key & (CHUNK - 1))])
+    return np.int64(c.slot[uint64((k << CHUNK_BITS) | (key & (CHUNK - 1)))])
 
 
 @intrinsic
@@ -302,7 +304,7 @@ def any_resident(c: CacheState, key: int, n: int) -> bool:
         ch = _chunk_of(c, k)
         if ch >= 0:
             for j in range(k & (CHUNK - 1), ((stop - 1) & (CHUNK - 1)) + 1):
-                if c.slot[(ch << CHUNK_BITS) | j] > 0:
+                if c.slot[uint64((ch << CHUNK_BITS) | j)] > 0:
                     return True
         k = stop
     return False
@@ -311,7 +313,7 @@ def any_resident(c: CacheState, key: int, n: int) -> bool:
 @njit(cache=True, nogil=True, _nrt=False)
 def _set_slot(c: CacheState, key: int, v: int) -> None:
     """Set the slot of ``key``, whose chunk exists (e + 1, or -(e + 1) for a ghost)."""
-    c.slot[(_chunk_of(c, key) << CHUNK_BITS) | (key & (CHUNK - 1))] = v
+    c.slot[uint64((_chunk_of(c, key) << CHUNK_BITS) | (key & (CHUNK - 1)))] = v
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -322,7 +324,7 @@ def _hdelete_at(c: CacheState, i: int) -> None:
     j = i
     while True:
         j = (j + 1) & mask
-        k = h[2 * j]
+        k = h[uint64(2 * j)]
         if k == 0:
             break
         hm = _home(c, k - 1)
@@ -332,11 +334,11 @@ def _hdelete_at(c: CacheState, i: int) -> None:
         else:
             stays = hm > i or hm <= j
         if not stays:
-            h[2 * i] = k
-            h[2 * i + 1] = h[2 * j + 1]
+            h[uint64(2 * i)] = k
+            h[uint64(2 * i + 1)] = h[uint64(2 * j + 1)]
             i = j
-    h[2 * i] = 0
-    h[2 * i + 1] = 0
+    h[uint64(2 * i)] = 0
+    h[uint64(2 * i + 1)] = 0
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
@@ -346,12 +348,12 @@ def _remove_slot(c: CacheState, key: int) -> None:
     i = _hpos(c, ck)
     if i < 0:
         return
-    k = c.htab[2 * i + 1]
+    k = c.htab[uint64(2 * i + 1)]
     base = k << CHUNK_BITS
-    c.slot[base | (key & (CHUNK - 1))] = 0
+    c.slot[uint64(base | (key & (CHUNK - 1)))] = 0
     live = np.int32(0)
     for j in range(CHUNK):  # one line, already loaded: cheaper than a count on another line
-        live |= c.slot[base | j]
+        live |= c.slot[uint64(base | j)]
     if live != 0:
         return
     _hdelete_at(c, i)
@@ -370,24 +372,24 @@ def _add_slot(c: CacheState, key: int, e: int) -> None:
         mask = c.meta[M_HMASK]
         h = c.htab
         i = _home(c, ck)
-        while h[2 * i] != 0:
+        while h[uint64(2 * i)] != 0:
             i = (i + 1) & mask
-        h[2 * i] = ck + 1
-        h[2 * i + 1] = k
-    c.slot[(k << CHUNK_BITS) | (key & (CHUNK - 1))] = e + 1
+        h[uint64(2 * i)] = ck + 1
+        h[uint64(2 * i + 1)] = k
+    c.slot[uint64((k << CHUNK_BITS) | (key & (CHUNK - 1)))] = e + 1
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _unlink(c: CacheState, e: int, head: int, tail: int) -> None:
     ent = c.ent
-    p = ent[_E_WORDS * e + E_PREV]
-    n = ent[_E_WORDS * e + E_NXT]
+    p = ent[uint64(_E_WORDS * e + E_PREV)]
+    n = ent[uint64(_E_WORDS * e + E_NXT)]
     if p >= 0:
-        ent[_E_WORDS * p + E_NXT] = n
+        ent[uint64(_E_WORDS * p + E_NXT)] = n
     else:
         c.meta[head] = n
     if n >= 0:
-        ent[_E_WORDS * n + E_PREV] = p
+        ent[uint64(_E_WORDS * n + E_PREV)] = p
     else:
         c.meta[tail] = p
 
@@ -396,10 +398,10 @@ def _unlink(c: CacheState, e: int, head: int, tail: int) -> None:
 def _push_head(c: CacheState, e: int, head: int, tail: int) -> None:
     ent = c.ent
     h = c.meta[head]
-    ent[_E_WORDS * e + E_PREV] = -1
-    ent[_E_WORDS * e + E_NXT] = h
+    ent[uint64(_E_WORDS * e + E_PREV)] = -1
+    ent[uint64(_E_WORDS * e + E_NXT)] = h
     if h >= 0:
-        ent[_E_WORDS * h + E_PREV] = e
+        ent[uint64(_E_WORDS * h + E_PREV)] = e
     else:
         c.meta[tail] = e
     c.meta[head] = e
@@ -416,9 +418,9 @@ def touch(c: CacheState, e: int) -> None:
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _free(c: CacheState, e: int) -> None:
-    c.ent[_E_WORDS * e + E_KEY] = -1
-    c.ent[_E_WORDS * e + E_SF] = 0
-    c.ent[_E_WORDS * e + E_NXT] = c.meta[M_FREE]
+    c.ent[uint64(_E_WORDS * e + E_KEY)] = -1
+    c.ent[uint64(_E_WORDS * e + E_SF)] = 0
+    c.ent[uint64(_E_WORDS * e + E_NXT)] = c.meta[M_FREE]
     c.meta[M_FREE] = e
 
 
@@ -430,28 +432,28 @@ def _evict_one(c: CacheState) -> None:
     # what its eviction will touch (its predecessor's record and its hash line).
     p = c.meta[M_RTAIL]
     if p >= 0:
-        pp = c.ent[_E_WORDS * p + E_PREV]
+        pp = c.ent[uint64(_E_WORDS * p + E_PREV)]
         if pp >= 0:
             _prefetch(c.ent, _E_WORDS * pp)
-        _prefetch(c.htab, 2 * _home(c, c.ent[_E_WORDS * p + E_KEY] >> CHUNK_BITS))
+        _prefetch(c.htab, 2 * _home(c, c.ent[uint64(_E_WORDS * p + E_KEY)] >> CHUNK_BITS))
     c.meta[M_NRES] -= 1
     c.meta[M_EVICTIONS] += 1
-    if (c.ent[_E_WORDS * v + E_SF] & F_PF) != 0:
+    if (c.ent[uint64(_E_WORDS * v + E_SF)] & F_PF) != 0:
         c.meta[M_EVICT_UNUSED] += 1
         c.meta[M_PF_RESIDENT] -= 1
         sf = _E_WORDS * v + E_SF
         c.ent[sf] = (c.ent[sf] & ~np.int64(_FLAG_MASK)) | F_GHOST
-        _set_slot(c, c.ent[_E_WORDS * v + E_KEY], -(v + 1))
+        _set_slot(c, c.ent[uint64(_E_WORDS * v + E_KEY)], -(v + 1))
         _push_head(c, v, M_GHEAD, M_GTAIL)
         c.meta[M_NGHOST] += 1
         if c.meta[M_NGHOST] > c.meta[M_GCAP]:
             g = c.meta[M_GTAIL]
             _unlink(c, g, M_GHEAD, M_GTAIL)
             c.meta[M_NGHOST] -= 1
-            _remove_slot(c, c.ent[_E_WORDS * g + E_KEY])
+            _remove_slot(c, c.ent[uint64(_E_WORDS * g + E_KEY)])
             _free(c, g)
     else:
-        _remove_slot(c, c.ent[_E_WORDS * v + E_KEY])
+        _remove_slot(c, c.ent[uint64(_E_WORDS * v + E_KEY)])
         _free(c, v)
 
 
@@ -460,7 +462,7 @@ def forget_ghost(c: CacheState, e: int) -> None:
     """Drop ghost entry ``e`` (its block was demanded or re-read)."""
     _unlink(c, e, M_GHEAD, M_GTAIL)
     c.meta[M_NGHOST] -= 1
-    _remove_slot(c, c.ent[_E_WORDS * e + E_KEY])
+    _remove_slot(c, c.ent[uint64(_E_WORDS * e + E_KEY)])
     _free(c, e)
 
 
@@ -477,9 +479,9 @@ def insert(c: CacheState, key: int, flags: int, stamp: int) -> int:
         _evict_one(c)
     e = c.meta[M_FREE]
     ent = c.ent
-    c.meta[M_FREE] = ent[_E_WORDS * e + E_NXT]
-    ent[_E_WORDS * e + E_KEY] = key
-    ent[_E_WORDS * e + E_SF] = (stamp << _FLAG_BITS) | flags
+    c.meta[M_FREE] = ent[uint64(_E_WORDS * e + E_NXT)]
+    ent[uint64(_E_WORDS * e + E_KEY)] = key
+    ent[uint64(_E_WORDS * e + E_SF)] = (stamp << _FLAG_BITS) | flags
     _push_head(c, e, M_RHEAD, M_RTAIL)
     c.meta[M_NRES] += 1
     if (flags & F_PF) != 0:
@@ -492,8 +494,8 @@ def insert(c: CacheState, key: int, flags: int, stamp: int) -> int:
 def use(c: CacheState, e: int) -> bool:
     """First demand use of resident entry ``e``: clears F_PF (and F_WASGHOST); True if it was
     prefetched."""
-    sf = c.ent[_E_WORDS * e + E_SF]
-    c.ent[_E_WORDS * e + E_SF] = sf & ~np.int64(F_PF | F_WASGHOST)
+    sf = c.ent[uint64(_E_WORDS * e + E_SF)]
+    c.ent[uint64(_E_WORDS * e + E_SF)] = sf & ~np.int64(F_PF | F_WASGHOST)
     if (sf & F_PF) != 0:
         c.meta[M_PF_RESIDENT] -= 1
         return True
@@ -520,6 +522,6 @@ def resident_keys(c: CacheState) -> list[int]:
     out = []
     e = int(c.meta[M_RHEAD])
     while e >= 0:
-        out.append(int(c.ent[_E_WORDS * e + E_KEY]))
-        e = int(c.ent[_E_WORDS * e + E_NXT])
+        out.append(int(c.ent[uint64(_E_WORDS * e + E_KEY)]))
+        e = int(c.ent[uint64(_E_WORDS * e + E_NXT)])
     return out
