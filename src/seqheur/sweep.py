@@ -239,13 +239,16 @@ def run_configs(trace: str, configs: list[dict[str, str]],
 
 
 #: Requests of the trace's start a task is replayed over to estimate its cost (the first
-#: half loads the task's kernels, the second half is timed).
+#: half loads the task's kernels, the second half is timed), and at most this share of the
+#: trace: the probes cost at most 1/64 of the replays they order.
 PROBE_REQUESTS = 1 << 18
+PROBE_SHARE = 64
 
 
 def probe_cost(trace: str, configs: list[dict[str, str]]) -> float:
     """CPU seconds of the replay :func:`run_configs` makes for ``configs``, over the second
-    half of the trace's first :data:`PROBE_REQUESTS` requests: an estimate of the task's
+    half of the trace's first :data:`PROBE_REQUESTS` requests (at most 1/:data:`PROBE_SHARE`
+    of the trace): an estimate of the task's
     cost, by which :func:`sweep` starts the longest tasks first. The first half loads the
     kernels and warms the cache, which the whole replay pays once; its summary is
     discarded."""
@@ -254,7 +257,7 @@ def probe_cost(trace: str, configs: list[dict[str, str]]) -> float:
     stream = load_stream(trace)
     sizes, _ = trace_file_sizes(trace)
     first = configs[0]
-    n = min(len(stream), PROBE_REQUESTS)
+    n = min(len(stream) // PROBE_SHARE, PROBE_REQUESTS)
     rp = Replayer(stream.file_ids, **{a: first[a] for a in (*_SHARED_AXES, "table")},
                   profiles=list(dict.fromkeys(c["profile"] for c in configs)),
                   file_sizes=sizes, per_request=False)
