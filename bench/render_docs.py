@@ -311,7 +311,12 @@ kernels; sampling starts after the warm-up). What it found so far, and what was 
   arrays 1.036x (`freebsd4`/`ellard`/64 MiB) and 1.055x (`linux-6`), the unsigned indices
   1.058x and 1.073x on top; both against the session's start, 4 rounds under heavier load:
   `freebsd4` 0.323 -> 0.271 s (1.19x), `linux-6` 0.660 -> 0.603 s (1.09x), `freebsd` 1.066
-  -> 0.922 s (1.16x), `never`/`ideal`/256 MiB 0.412 -> 0.336 s (1.23x).
+  -> 0.922 s (1.16x), `never`/`ideal`/256 MiB 0.412 -> 0.336 s (1.23x); over the grid's
+  16 replays with `ellard` (8 detectors x 2 caches, 2 rounds, load ~6): 1.01-1.22x each,
+  6.75 -> 6.01 CPU s summed (1.12x). The month was not re-run (the machine was busy; a wall
+  figure would not compare with 148 s). What is left: the loop's time is loads of entry
+  records and chunk slots that miss the CPU caches; further gains need fewer of them per
+  request (a layout change), not fewer instructions.
 
 
 ## Ingest end to end: where the time goes
