@@ -25,7 +25,8 @@ Configurations that differ only in their disk profile are one task: one replay p
 each profile (:func:`share_groups`; the disk never feeds back into the replay, and a timing
 model runs after it). Tables that make the same slots fresh on the trace (a pass of each table
 alone first, ``detect.table_pass``) are one replay too, its rows given each table's own spec
-and counters. Rows are bit-identical to one replay each.
+and counters. Rows are bit-identical to one replay each. On worker processes or Dask the
+tasks start longest first, by a short probe replay of each (:func:`probe_cost`).
 Rows are identical whatever the executor (serial, local processes, Dask): they are ordered by
 configuration, never by completion, and carry no wall-clock times. Re-running with the same output
 skips configurations already there (failed ones are retried).
@@ -248,10 +249,9 @@ PROBE_SHARE = 64
 def probe_cost(trace: str, configs: list[dict[str, str]]) -> float:
     """CPU seconds of the replay :func:`run_configs` makes for ``configs``, over the second
     half of the trace's first :data:`PROBE_REQUESTS` requests (at most 1/:data:`PROBE_SHARE`
-    of the trace): an estimate of the task's
-    cost, by which :func:`sweep` starts the longest tasks first. The first half loads the
-    kernels and warms the cache, which the whole replay pays once; its summary is
-    discarded."""
+    of the trace): an estimate of the task's cost, by which :func:`sweep` starts the
+    longest tasks first. The first half loads the kernels and warms the cache, which the
+    whole replay pays once. No timing model runs; the summary is discarded."""
     from .replay import Replayer
 
     stream = load_stream(trace)
