@@ -1,6 +1,7 @@
 """Where does a numba kernel spend its time? perf sampling with names for JIT code.
 
-    python bench/profile_kernels.py replay [--requests N] [--profile ide-7200|none]
+    python bench/profile_kernels.py replay [--requests N | --trace PATH] [--profile ide-7200|none]
+                                           [--detector D] [--table T] [--cache 64MiB]
     python bench/profile_kernels.py disk
     python bench/profile_kernels.py nfsdump [--lines N]
     python bench/profile_kernels.py oracle [--requests N]   (the oracle's replay in bound)
@@ -142,10 +143,16 @@ def _replay(args) -> list:
     from seqheur.disk.model import service_kernel
     from seqheur.replay import Replayer, observed_file_sizes
 
-    stream = make_stream(args.requests)
-    sizes = observed_file_sizes(stream)
+    if args.trace:  # e.g. a month-like trace of bench_sweep.py (sizes as a sweep takes them)
+        from seqheur.sweep import load_stream, trace_file_sizes
+
+        stream = load_stream(args.trace)
+        sizes = trace_file_sizes(args.trace)[0]
+    else:
+        stream = make_stream(args.requests)
+        sizes = observed_file_sizes(stream)
     profile = None if args.profile == "none" else args.profile
-    kw = dict(detector=args.detector, table=args.table, policy=args.policy, cache=256 << 20,
+    kw = dict(detector=args.detector, table=args.table, policy=args.policy, cache=args.cache,
               profile=profile, file_sizes=sizes, per_request=False)
     warm = Replayer(stream.file_ids, **kw)
     warm.feed(stream)
@@ -272,6 +279,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("workload", choices=sorted(WORKLOADS))
     ap.add_argument("--requests", type=int, default=2_000_000)
+    ap.add_argument("--trace", help="replay: this trace file instead of a made stream")
+    ap.add_argument("--cache", default="256MiB", help="replay: buffer-cache size")
     ap.add_argument("--detector", default="freebsd4")
     ap.add_argument("--table", default="nfsheur:64x4")
     ap.add_argument("--policy", default="auto")

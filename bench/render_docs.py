@@ -289,6 +289,34 @@ kernels; sampling starts after the warm-up). What it found so far, and what was 
   32.4 M configuration-requests/s, peak RSS 3.2 GB per worker. Still missed: the 32 replays
   are 50-60 ns a request each (a detector and table pass is 4 ns of it; the buffer cache
   and the policy most of the rest, the disk model 8 %); a minute needs about 2.5x that.
+* Session 12, the month again (2026-11-27; the machine shared with other jobs throughout,
+  load 3-5 on its 2 vCPUs, so CPU seconds, paired). Where the wall goes
+  (`bench/sweep_account.py`: the sweep's phases on the process pool, each task timed in its
+  worker; an 8 M-request trace made as the month's): each worker's trace read 1.8-2.0 CPU s
+  (`read_stream` alone, least of 4: 0.51 s, of which Parquet's decoding 0.31 s), the table
+  passes 0.23 CPU s in all, the 32 replays 27-32 CPU s (so ~14-16 s a worker), and, in grid
+  order, 2.33 s of idle tail (one worker waiting for the other's last `linux-6` replay): the
+  replays are ~85 % of the wall, the reads ~10 %, the tail ~5 %. Changes: tasks start
+  longest first by a probe replay of each (docs/scaling.md; tail 2.33 -> 0.12 s at 8 M);
+  the cache's entry records and chunk slots are flat arrays indexed by a constant multiple
+  (a two-dimensional array's row index was multiplied by its row length, loaded at run time
+  and often from the stack, in every step of the LRU walks), and every index into the
+  cache's arrays is unsigned (no negative-index wraparound). `perf` (`make profile` on a
+  4 M month-like trace, `--trace`): the engine loop 70 % and `insert` 13-16 % for `freebsd4`
+  + `ellard` at 64 MiB with ide-7200, its hottest instructions loads of entry records (the
+  unlink of a touched block, the stamp of a hit) and chunk slots; `linux-6`: `insert` 32 %
+  (the eviction's walk over scattered victims), the loop 32 %, `_ra_order` 15 %. Paired,
+  `bench/month_ab.py` (the revision before and this one in child processes, in turns,
+  `sweep.run_configs` on the 4 M trace, least CPU s, rows identical every round): the flat
+  arrays 1.036x (`freebsd4`/`ellard`/64 MiB) and 1.055x (`linux-6`), the unsigned indices
+  1.058x and 1.073x on top; both against the session's start, 4 rounds under heavier load:
+  `freebsd4` 0.323 -> 0.271 s (1.19x), `linux-6` 0.660 -> 0.603 s (1.09x), `freebsd` 1.066
+  -> 0.922 s (1.16x), `never`/`ideal`/256 MiB 0.412 -> 0.336 s (1.23x); over the grid's
+  16 replays with `ellard` (8 detectors x 2 caches, 2 rounds, load ~6): 1.01-1.22x each,
+  6.75 -> 6.01 CPU s summed (1.12x). The month was not re-run (the machine was busy; a wall
+  figure would not compare with 148 s). What is left: the loop's time is loads of entry
+  records and chunk slots that miss the CPU caches; further gains need fewer of them per
+  request (a layout change), not fewer instructions.
 
 
 ## Ingest end to end: where the time goes

@@ -73,8 +73,9 @@ def _check_integrity(c: C.CacheState) -> None:
     while k >= 0:
         free.append(k)
         k = int(c.cnext[k])
-    assert sorted(hashed.tolist() + free) == list(range(len(c.slot)))  # each chunk once
-    assert c.slot[hashed].any(axis=1).all() and not c.slot[free].any()
+    chunks = c.slot.reshape(-1, C.CHUNK)
+    assert sorted(hashed.tolist() + free) == list(range(len(chunks)))  # each chunk once
+    assert chunks[hashed].any(axis=1).all() and not chunks[free].any()
     assert meta[C.M_NRES] <= meta[C.M_CAP] and meta[C.M_NGHOST] <= meta[C.M_GCAP]
 
 

@@ -203,3 +203,27 @@ def test_sweep_on_a_scheduler_address_rows_identical_to_serial(trace, tmp_path):
                 p.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 p.kill()
+
+
+def test_tasks_start_longest_first():
+    from seqheur.sweep import longest_first
+
+    # a failed estimate first (its error is reported at once), then by cost, ties in order
+    assert longest_first([1.0, 3.0, None, 3.0, 0.5]) == [2, 1, 3, 0, 4]
+    assert longest_first([]) == []
+
+
+def test_probe_cost_replays_the_start_of_the_trace(trace, monkeypatch):
+    import seqheur.sweep as sw
+    from seqheur.replay import Replayer
+
+    fed = []  # the lengths of the chunks the probe replays: the first half untimed
+    real_feed = Replayer.feed
+    monkeypatch.setattr(Replayer, "feed", lambda self, s, *a: (fed.append(len(s)),
+                                                               real_feed(self, s, *a))[1])
+    monkeypatch.setattr(sw, "PROBE_SHARE", 4)
+    config = {"detector": "freebsd4", "table": "ideal", "policy": "auto", "cache": "16MiB",
+              "profile": "ide-7200", "timing": "disk-only"}
+    cost = sw.probe_cost(str(trace), [config, dict(config, profile="scsi-10k")])
+    n = len(sw.load_stream(str(trace))) // 4
+    assert cost >= 0 and fed == [n // 2, n - n // 2]

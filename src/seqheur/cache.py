@@ -13,14 +13,14 @@ With read-ahead off the model is a plain LRU over block accesses: a demand hit m
 block to the most-recently-used end, a miss inserts it there and evicts the least recently
 used block when full (tests check the miss count against ``libcachesim``'s LRU).
 
-**Layout** (numba, no Python objects): entries ``0..E-1`` are 32-byte records ``ent[e]`` of
-``key``, intrusive doubly-linked list links ``prev``/``nxt`` and ``stamp << 8 | flags`` (stamp =
+**Layout** (numba, no Python objects): entries ``0..E-1`` are 32-byte records (words
+``4e .. 4e + 3`` of the flat ``ent``) of ``key``, intrusive doubly-linked list links ``prev``/``nxt`` and ``stamp << 8 | flags`` (stamp =
 request index of insertion), so an LRU move or an eviction touches one line per entry rather
 than one per field (measured: a plain LRU over the replay benchmark's block trace runs ~1.9x
 faster than with one array per field); two lists (resident LRU, ghost FIFO) and a free list
 threaded through ``nxt``. A key reaches its entry through a **chunked block table**: a
-file's blocks are grouped in chunks of ``CHUNK`` consecutive blocks; ``slot[k]`` is one chunk's
-``CHUNK`` int32 slots, one 64-byte line (0 = absent, ``e + 1`` = resident entry ``e``,
+file's blocks are grouped in chunks of ``CHUNK`` consecutive blocks; chunk ``k`` is ``CHUNK``
+int32 slots of the flat ``slot`` from ``k * CHUNK``, one 64-byte line (0 = absent, ``e + 1`` = resident entry ``e``,
 ``-(e + 1)`` = ghost entry ``e``); an open-addressed hash table ``htab`` (linear probing,
 backward-shift deletion, load ≤ 0.5 even with one chunk per entry) of (chunk key + 1, chunk)
 pairs finds a chunk; a chunk whose slots are all 0 goes back to a free list (``cnext``).
@@ -31,7 +31,11 @@ of its lines are live: that matters most with 4 KiB pages (measured, paired in o
 Linux read-ahead replay 1.4x faster; FreeBSD clusters of 16 KiB blocks ~1.05x; a plain LRU
 with half its accesses missing ~0.95x, one more dependent load per probe). ``meta`` holds
 list heads, sizes and counters. All state is in these arrays, so a chunked replay can carry a
-cache from one chunk to the next.
+cache from one chunk to the next. Both record arrays are flat, indexed by a constant
+multiple: a two-dimensional array's row index is multiplied by its row length loaded at run
+time, one more step in every dependent walk of the lists; and every index into them is
+unsigned, so numba omits the negative-index wraparound (a length kept, often on the stack,
+and three more instructions on the way to each address).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from typing import NamedTuple
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import njit, types, uint64
 from numba.core import cgutils, config
 from numba.extending import intrinsic
 
@@ -95,9 +99,9 @@ _FLAG_MASK = (1 << _FLAG_BITS) - 1
 
 class CacheState(NamedTuple):
     meta: np.ndarray  # int64[16]
-    ent: np.ndarray  # int64[E, 4]: key, prev, nxt, stamp << 8 | flags
+    ent: np.ndarray  # int64[4E]: per entry key, prev, nxt, stamp << 8 | flags
     htab: np.ndarray  # int64[2H]: (chunk key + 1, chunk) pairs; 0 = empty
-    slot: np.ndarray  # int32[E, CHUNK]: per chunk, 0 / e + 1 (resident) / -(e + 1) (ghost)
+    slot: np.ndarray  # int32[E * CHUNK]: per chunk, 0 / e + 1 (resident) / -(e + 1) (ghost)
     cnext: np.ndarray  # int64[E]: next free chunk (free list)
 
 
@@ -127,15 +131,15 @@ def new_cache(capacity_bytes: int, block_size: int) -> CacheState:
     meta[M_SHIFT] = 64 - bits
     meta[M_HMASK] = (1 << bits) - 1
     meta[M_BSIZE] = block_size
-    ent = np.zeros((n, _E_WORDS), np.int64)
-    ent[:, E_KEY] = -1
-    ent[:, E_PREV] = -1
-    ent[:, E_NXT] = np.arange(1, n + 1)
-    ent[-1, E_NXT] = -1
+    ent = np.zeros(n * _E_WORDS, np.int64)
+    ent[E_KEY::_E_WORDS] = -1
+    ent[E_PREV::_E_WORDS] = -1
+    ent[E_NXT::_E_WORDS] = np.arange(1, n + 1)
+    ent[_E_WORDS * (n - 1) + E_NXT] = -1
     cnext = np.arange(1, n + 1, dtype=np.int64)
     cnext[-1] = -1
     # zero = empty, so untouched pages of the two big tables are never faulted in
-    return CacheState(meta, ent, np.zeros(2 << bits, np.int64), np.zeros((n, CHUNK), np.int32),
+    return CacheState(meta, ent, np.zeros(2 << bits, np.int64), np.zeros(n * CHUNK, np.int32),
                       cnext)
 
 
@@ -161,34 +165,34 @@ def make_key(f: int, block: int) -> int:
 @njit(cache=True, nogil=True, _nrt=False)
 def flags(c: CacheState, e: int) -> int:
     """Flag bits of entry ``e``."""
-    return c.ent[e, E_SF] & _FLAG_MASK
+    return c.ent[uint64(_E_WORDS * e + E_SF)] & _FLAG_MASK
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def stamp(c: CacheState, e: int) -> int:
     """Request index that inserted entry ``e``."""
-    return c.ent[e, E_SF] >> _FLAG_BITS
+    return c.ent[uint64(_E_WORDS * e + E_SF)] >> _FLAG_BITS
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def set_flag(c: CacheState, e: int, bits: int) -> None:
-    c.ent[e, E_SF] |= bits
+    c.ent[uint64(_E_WORDS * e + E_SF)] |= bits
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def clear_flag(c: CacheState, e: int, bits: int) -> None:
-    c.ent[e, E_SF] &= ~np.int64(bits)
+    c.ent[uint64(_E_WORDS * e + E_SF)] &= ~np.int64(bits)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def entry_key(c: CacheState, e: int) -> int:
-    return c.ent[e, E_KEY]
+    return c.ent[uint64(_E_WORDS * e + E_KEY)]
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def next_entry(c: CacheState, e: int) -> int:
     """The entry after ``e`` in its list (towards the LRU / oldest end), or -1."""
-    return c.ent[e, E_NXT]
+    return c.ent[uint64(_E_WORDS * e + E_NXT)]
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -204,7 +208,7 @@ def _hpos(c: CacheState, ck: int) -> int:
     h = c.htab
     want = ck + 1
     while True:
-        k = h[2 * i]
+        k = h[uint64(2 * i)]
         if k == want:
             return i
         if k == 0:
@@ -216,7 +220,7 @@ def _hpos(c: CacheState, ck: int) -> int:
 def _chunk_of(c: CacheState, key: int) -> int:
     """Chunk holding ``key``'s slot, or -1 (no block of that chunk is known)."""
     i = _hpos(c, key >> CHUNK_BITS)
-    return c.htab[2 * i + 1] if i >= 0 else -1
+    return c.htab[uint64(2 * i + 1)] if i >= 0 else -1
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
@@ -225,7 +229,7 @@ def _slot_value(c: CacheState, key: int) -> int:
     k = _chunk_of(c, key)
     if k < 0:
         return 0
-    return np.int64(c.slot[k, key & (CHUNK - 1)])
+    return np.int64(c.slot[uint64((k << CHUNK_BITS) | (key & (CHUNK - 1)))])
 
 
 @intrinsic
@@ -300,7 +304,7 @@ def any_resident(c: CacheState, key: int, n: int) -> bool:
         ch = _chunk_of(c, k)
         if ch >= 0:
             for j in range(k & (CHUNK - 1), ((stop - 1) & (CHUNK - 1)) + 1):
-                if c.slot[ch, j] > 0:
+                if c.slot[uint64((ch << CHUNK_BITS) | j)] > 0:
                     return True
         k = stop
     return False
@@ -309,7 +313,7 @@ def any_resident(c: CacheState, key: int, n: int) -> bool:
 @njit(cache=True, nogil=True, _nrt=False)
 def _set_slot(c: CacheState, key: int, v: int) -> None:
     """Set the slot of ``key``, whose chunk exists (e + 1, or -(e + 1) for a ghost)."""
-    c.slot[_chunk_of(c, key), key & (CHUNK - 1)] = v
+    c.slot[uint64((_chunk_of(c, key) << CHUNK_BITS) | (key & (CHUNK - 1)))] = v
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -320,7 +324,7 @@ def _hdelete_at(c: CacheState, i: int) -> None:
     j = i
     while True:
         j = (j + 1) & mask
-        k = h[2 * j]
+        k = h[uint64(2 * j)]
         if k == 0:
             break
         hm = _home(c, k - 1)
@@ -330,11 +334,11 @@ def _hdelete_at(c: CacheState, i: int) -> None:
         else:
             stays = hm > i or hm <= j
         if not stays:
-            h[2 * i] = k
-            h[2 * i + 1] = h[2 * j + 1]
+            h[uint64(2 * i)] = k
+            h[uint64(2 * i + 1)] = h[uint64(2 * j + 1)]
             i = j
-    h[2 * i] = 0
-    h[2 * i + 1] = 0
+    h[uint64(2 * i)] = 0
+    h[uint64(2 * i + 1)] = 0
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
@@ -344,12 +348,12 @@ def _remove_slot(c: CacheState, key: int) -> None:
     i = _hpos(c, ck)
     if i < 0:
         return
-    k = c.htab[2 * i + 1]
-    row = c.slot[k]
-    row[key & (CHUNK - 1)] = 0
+    k = c.htab[uint64(2 * i + 1)]
+    base = k << CHUNK_BITS
+    c.slot[uint64(base | (key & (CHUNK - 1)))] = 0
     live = np.int32(0)
     for j in range(CHUNK):  # one line, already loaded: cheaper than a count on another line
-        live |= row[j]
+        live |= c.slot[uint64(base | j)]
     if live != 0:
         return
     _hdelete_at(c, i)
@@ -368,24 +372,24 @@ def _add_slot(c: CacheState, key: int, e: int) -> None:
         mask = c.meta[M_HMASK]
         h = c.htab
         i = _home(c, ck)
-        while h[2 * i] != 0:
+        while h[uint64(2 * i)] != 0:
             i = (i + 1) & mask
-        h[2 * i] = ck + 1
-        h[2 * i + 1] = k
-    c.slot[k, key & (CHUNK - 1)] = e + 1
+        h[uint64(2 * i)] = ck + 1
+        h[uint64(2 * i + 1)] = k
+    c.slot[uint64((k << CHUNK_BITS) | (key & (CHUNK - 1)))] = e + 1
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _unlink(c: CacheState, e: int, head: int, tail: int) -> None:
     ent = c.ent
-    p = ent[e, E_PREV]
-    n = ent[e, E_NXT]
+    p = ent[uint64(_E_WORDS * e + E_PREV)]
+    n = ent[uint64(_E_WORDS * e + E_NXT)]
     if p >= 0:
-        ent[p, E_NXT] = n
+        ent[uint64(_E_WORDS * p + E_NXT)] = n
     else:
         c.meta[head] = n
     if n >= 0:
-        ent[n, E_PREV] = p
+        ent[uint64(_E_WORDS * n + E_PREV)] = p
     else:
         c.meta[tail] = p
 
@@ -394,10 +398,10 @@ def _unlink(c: CacheState, e: int, head: int, tail: int) -> None:
 def _push_head(c: CacheState, e: int, head: int, tail: int) -> None:
     ent = c.ent
     h = c.meta[head]
-    ent[e, E_PREV] = -1
-    ent[e, E_NXT] = h
+    ent[uint64(_E_WORDS * e + E_PREV)] = -1
+    ent[uint64(_E_WORDS * e + E_NXT)] = h
     if h >= 0:
-        ent[h, E_PREV] = e
+        ent[uint64(_E_WORDS * h + E_PREV)] = e
     else:
         c.meta[tail] = e
     c.meta[head] = e
@@ -414,9 +418,9 @@ def touch(c: CacheState, e: int) -> None:
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _free(c: CacheState, e: int) -> None:
-    c.ent[e, E_KEY] = -1
-    c.ent[e, E_SF] = 0
-    c.ent[e, E_NXT] = c.meta[M_FREE]
+    c.ent[uint64(_E_WORDS * e + E_KEY)] = -1
+    c.ent[uint64(_E_WORDS * e + E_SF)] = 0
+    c.ent[uint64(_E_WORDS * e + E_NXT)] = c.meta[M_FREE]
     c.meta[M_FREE] = e
 
 
@@ -428,27 +432,28 @@ def _evict_one(c: CacheState) -> None:
     # what its eviction will touch (its predecessor's record and its hash line).
     p = c.meta[M_RTAIL]
     if p >= 0:
-        pp = c.ent[p, E_PREV]
+        pp = c.ent[uint64(_E_WORDS * p + E_PREV)]
         if pp >= 0:
             _prefetch(c.ent, _E_WORDS * pp)
-        _prefetch(c.htab, 2 * _home(c, c.ent[p, E_KEY] >> CHUNK_BITS))
+        _prefetch(c.htab, 2 * _home(c, c.ent[uint64(_E_WORDS * p + E_KEY)] >> CHUNK_BITS))
     c.meta[M_NRES] -= 1
     c.meta[M_EVICTIONS] += 1
-    if (c.ent[v, E_SF] & F_PF) != 0:
+    if (c.ent[uint64(_E_WORDS * v + E_SF)] & F_PF) != 0:
         c.meta[M_EVICT_UNUSED] += 1
         c.meta[M_PF_RESIDENT] -= 1
-        c.ent[v, E_SF] = (c.ent[v, E_SF] & ~np.int64(_FLAG_MASK)) | F_GHOST
-        _set_slot(c, c.ent[v, E_KEY], -(v + 1))
+        sf = _E_WORDS * v + E_SF
+        c.ent[sf] = (c.ent[sf] & ~np.int64(_FLAG_MASK)) | F_GHOST
+        _set_slot(c, c.ent[uint64(_E_WORDS * v + E_KEY)], -(v + 1))
         _push_head(c, v, M_GHEAD, M_GTAIL)
         c.meta[M_NGHOST] += 1
         if c.meta[M_NGHOST] > c.meta[M_GCAP]:
             g = c.meta[M_GTAIL]
             _unlink(c, g, M_GHEAD, M_GTAIL)
             c.meta[M_NGHOST] -= 1
-            _remove_slot(c, c.ent[g, E_KEY])
+            _remove_slot(c, c.ent[uint64(_E_WORDS * g + E_KEY)])
             _free(c, g)
     else:
-        _remove_slot(c, c.ent[v, E_KEY])
+        _remove_slot(c, c.ent[uint64(_E_WORDS * v + E_KEY)])
         _free(c, v)
 
 
@@ -457,7 +462,7 @@ def forget_ghost(c: CacheState, e: int) -> None:
     """Drop ghost entry ``e`` (its block was demanded or re-read)."""
     _unlink(c, e, M_GHEAD, M_GTAIL)
     c.meta[M_NGHOST] -= 1
-    _remove_slot(c, c.ent[e, E_KEY])
+    _remove_slot(c, c.ent[uint64(_E_WORDS * e + E_KEY)])
     _free(c, e)
 
 
@@ -474,9 +479,9 @@ def insert(c: CacheState, key: int, flags: int, stamp: int) -> int:
         _evict_one(c)
     e = c.meta[M_FREE]
     ent = c.ent
-    c.meta[M_FREE] = ent[e, E_NXT]
-    ent[e, E_KEY] = key
-    ent[e, E_SF] = (stamp << _FLAG_BITS) | flags
+    c.meta[M_FREE] = ent[uint64(_E_WORDS * e + E_NXT)]
+    ent[uint64(_E_WORDS * e + E_KEY)] = key
+    ent[uint64(_E_WORDS * e + E_SF)] = (stamp << _FLAG_BITS) | flags
     _push_head(c, e, M_RHEAD, M_RTAIL)
     c.meta[M_NRES] += 1
     if (flags & F_PF) != 0:
@@ -489,8 +494,8 @@ def insert(c: CacheState, key: int, flags: int, stamp: int) -> int:
 def use(c: CacheState, e: int) -> bool:
     """First demand use of resident entry ``e``: clears F_PF (and F_WASGHOST); True if it was
     prefetched."""
-    sf = c.ent[e, E_SF]
-    c.ent[e, E_SF] = sf & ~np.int64(F_PF | F_WASGHOST)
+    sf = c.ent[uint64(_E_WORDS * e + E_SF)]
+    c.ent[uint64(_E_WORDS * e + E_SF)] = sf & ~np.int64(F_PF | F_WASGHOST)
     if (sf & F_PF) != 0:
         c.meta[M_PF_RESIDENT] -= 1
         return True
@@ -517,6 +522,6 @@ def resident_keys(c: CacheState) -> list[int]:
     out = []
     e = int(c.meta[M_RHEAD])
     while e >= 0:
-        out.append(int(c.ent[e, E_KEY]))
-        e = int(c.ent[e, E_NXT])
+        out.append(int(c.ent[uint64(_E_WORDS * e + E_KEY)]))
+        e = int(c.ent[uint64(_E_WORDS * e + E_NXT)])
     return out

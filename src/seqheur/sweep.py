@@ -25,7 +25,8 @@ Configurations that differ only in their disk profile are one task: one replay p
 each profile (:func:`share_groups`; the disk never feeds back into the replay, and a timing
 model runs after it). Tables that make the same slots fresh on the trace (a pass of each table
 alone first, ``detect.table_pass``) are one replay too, its rows given each table's own spec
-and counters. Rows are bit-identical to one replay each.
+and counters. Rows are bit-identical to one replay each. On worker processes or Dask the
+tasks start longest first, by a short probe replay of each (:func:`probe_cost`).
 Rows are identical whatever the executor (serial, local processes, Dask): they are ordered by
 configuration, never by completion, and carry no wall-clock times. Re-running with the same output
 skips configurations already there (failed ones are retried).
@@ -238,6 +239,44 @@ def run_configs(trace: str, configs: list[dict[str, str]],
     return outcomes
 
 
+#: Requests of the trace's start a task is replayed over to estimate its cost (the first
+#: half loads the task's kernels, the second half is timed), and at most this share of the
+#: trace: the probes cost at most 1/64 of the replays they order.
+PROBE_REQUESTS = 1 << 18
+PROBE_SHARE = 64
+
+
+def probe_cost(trace: str, configs: list[dict[str, str]]) -> float:
+    """CPU seconds of the replay :func:`run_configs` makes for ``configs``, over the second
+    half of the trace's first :data:`PROBE_REQUESTS` requests (at most 1/:data:`PROBE_SHARE`
+    of the trace): an estimate of the task's cost, by which :func:`sweep` starts the
+    longest tasks first. The first half loads the kernels and warms the cache, which the
+    whole replay pays once. No timing model runs; the summary is discarded."""
+    from .replay import Replayer
+
+    stream = load_stream(trace)
+    sizes, _ = trace_file_sizes(trace)
+    first = configs[0]
+    n = min(len(stream) // PROBE_SHARE, PROBE_REQUESTS)
+    rp = Replayer(stream.file_ids, **{a: first[a] for a in (*_SHARED_AXES, "table")},
+                  profiles=list(dict.fromkeys(c["profile"] for c in configs)),
+                  file_sizes=sizes, per_request=False)
+    rp.feed(stream.slice(0, n // 2))
+    cpu = time.process_time()
+    rp.feed(stream.slice(n // 2, n))
+    return time.process_time() - cpu
+
+
+def longest_first(costs: Sequence[float | None]) -> list[int]:
+    """Task indices in the order to submit them: by estimated cost, longest first (a task
+    whose estimate failed first of all, so its error is not the last thing a sweep waits
+    for; ties in grid order). With as many workers as tasks this changes nothing; with
+    fewer, the tasks left at the end are the short ones, so no worker waits long for the
+    last (on the month's 32 replays a freebsd or linux-6 replay costs 2-3x another)."""
+    return sorted(range(len(costs)),
+                  key=lambda i: (costs[i] is not None, -(costs[i] or 0.0), i))
+
+
 def share_groups(configs: Sequence[Config], table_class: dict[str, str] | None = None
                  ) -> list[list[int]]:
     """Indices of the configurations one task replays together, in order of first
@@ -311,6 +350,14 @@ def sweep(trace: str | os.PathLike[str], configs: Sequence[Config], output: str 
             members = [todo[i].as_dict() for i in g]
             tasks.append((trace, members, {c["table"]: passes[c["table"]] for c in members
                                            if c["table"] in passes}))
+        if executor.kind != "serial" and len(tasks) > 1:  # the longest tasks first
+            costs: list[float | None] = [None] * len(tasks)
+            for k, (status, value) in run(probe_cost, [t[:2] for t in tasks]):
+                if status == "ok":
+                    costs[k] = value
+            order = longest_first(costs)
+            groups = [groups[k] for k in order]
+            tasks = [tasks[k] for k in order]
         for g, task_outcome in run(run_configs, tasks):
             status, value = task_outcome
             # a task that failed as a whole (it should not: run_configs catches) fails each
