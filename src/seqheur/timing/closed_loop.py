@@ -677,24 +677,15 @@ RING_FULL = 2  # reads in flight too far apart for the ring of their state (Wait
 OP_RING = 1 << 16
 
 
-#: A disk read in flight (:class:`Waits`): its rank among its file's reads (NO_LINK: the
-#: place is free), the reads of its file in flight before and after it, the first and last
-#: node of the READs waiting for it. One record a read: what a read's events touch is in one
-#: or two lines of memory, not one line in each of five arrays indexed alike.
-IN_FLIGHT_DTYPE = np.dtype([("rank", np.int64), ("prev", np.int64), ("next", np.int64),
-                            ("w_head", np.int64), ("w_tail", np.int64)])
-
-
 class Waits(NamedTuple):
     """Which disk reads the READs wait for. Per outstanding READ, at the slot number it took
     when issued (``slots`` of them: the state of a run's READs fits in a few lines of memory):
     its disk reads ``[op_lo, op_hi)``, how many reads of its file came before them, and how
     many reads it still waits for (from its CPU event). Per disk read in flight (issued with
-    its READ, not yet done), a record (:data:`IN_FLIGHT_DTYPE`) at ``j & (ring - 1)`` of
-    ``ops``, ``ring`` records (a power of 2): its index among its file's reads (NO_LINK once
-    done: the place is free); the reads in flight, per file, in issue order (doubly linked
-    by read number, the newest at ``live_tail``); the READs waiting for it, in READ order
-    (linked nodes from a pool).
+    its READ, not yet done), at ``j & (ring - 1)`` in arrays of ``ring`` entries (a power of
+    2): its index among its file's reads (NO_LINK once done: the place is free); the reads
+    in flight, per file, in issue order (doubly linked by read number, the newest at
+    ``live_tail``); the READs waiting for it, in READ order (linked nodes from a pool).
     Only the reads in flight need a place, and READs issued in trace order issue their
     reads in order: a ring far smaller than the run's reads holds them (a run's fresh pages
     cost more than its events, and a small ring stays in the CPU's cache). A read whose
@@ -705,9 +696,13 @@ class Waits(NamedTuple):
     op_hi: np.ndarray  # int64[slots]
     file_ops_before: np.ndarray  # int64[slots]
     pending: np.ndarray  # int64[slots]
-    ops: np.ndarray  # IN_FLIGHT_DTYPE[ring]: per read in flight, its state in one place
+    op_rank: np.ndarray  # int64[ring]
     file_ops: np.ndarray  # int64[files]: reads of the file issued so far
     live_tail: np.ndarray  # int64[files]
+    live_prev: np.ndarray  # int64[ring]
+    live_next: np.ndarray  # int64[ring]
+    w_head: np.ndarray  # int64[ring]
+    w_tail: np.ndarray  # int64[ring]
     node_r: np.ndarray  # int64[nodes]: the waiting READ
     node_slot: np.ndarray  # int64[nodes]: its slot number
     node_next: np.ndarray  # int64[nodes]: the next node (of the read's list or the free list)
@@ -729,12 +724,11 @@ def new_waits(op_req, nfiles, slots, ring):
     nodes = slots * (most + LOOKBACK)
     node_next = np.arange(1, nodes + 1, dtype=np.int64)  # all free, in a list
     node_next[nodes - 1] = NO_LINK
-    ops = np.empty(ring, IN_FLIGHT_DTYPE)
-    for k in range(ring):
-        ops[k].rank = NO_LINK
     return Waits(np.empty(slots, np.int64), np.empty(slots, np.int64),
-                 np.empty(slots, np.int64), np.zeros(slots, np.int64), ops,
-                 np.zeros(nfiles, np.int64), np.full(nfiles, NO_LINK, np.int64),
+                 np.empty(slots, np.int64), np.zeros(slots, np.int64),
+                 np.full(ring, NO_LINK, np.int64), np.zeros(nfiles, np.int64),
+                 np.full(nfiles, NO_LINK, np.int64), np.empty(ring, np.int64),
+                 np.empty(ring, np.int64), np.empty(ring, np.int64), np.empty(ring, np.int64),
                  np.empty(nodes, np.int64), np.empty(nodes, np.int64), node_next)
 
 
@@ -744,24 +738,24 @@ def _issued(x, slot, file, op_req, op_file, op_ptr, w):
     ``op_req == x``) are ranked among their file's and in flight until the disk says so.
     Returns the next read, or NO_LINK when one finds its place in the ring still taken."""
     m = op_file.size
-    mask = _ring_mask(w.ops)
+    mask = _ring_mask(w.op_rank)
     w.file_ops_before[slot] = w.file_ops[file[x]]
     w.op_lo[slot] = op_ptr
     while op_ptr < m and op_req[op_ptr] == x:
         k = op_ptr & mask
-        if w.ops[k].rank != NO_LINK:  # read op_ptr - ring is still in flight
+        if w.op_rank[k] != NO_LINK:  # read op_ptr - ring is still in flight
             return NO_LINK
         f = op_file[op_ptr]
-        w.ops[k].rank = w.file_ops[f]
+        w.op_rank[k] = w.file_ops[f]
         w.file_ops[f] += 1
         last = w.live_tail[f]
-        w.ops[k].prev = last
-        w.ops[k].next = NO_LINK
+        w.live_prev[k] = last
+        w.live_next[k] = NO_LINK
         if last != NO_LINK:
-            w.ops[last & mask].next = op_ptr
+            w.live_next[last & mask] = op_ptr
         w.live_tail[f] = op_ptr
-        w.ops[k].w_head = NO_LINK
-        w.ops[k].w_tail = NO_LINK
+        w.w_head[k] = NO_LINK
+        w.w_tail[k] = NO_LINK
         op_ptr += 1
     w.op_hi[slot] = op_ptr
     return op_ptr
@@ -821,7 +815,7 @@ def _server_has(x, slot, file, offset, nbytes, op_sync, op_off, op_len, d, dq_he
     while j != NO_LINK:
         cnt += 1
         free = _wait_for(j, x, slot, w, free)
-        j = _overlap_in_flight(x, lo, before, w.ops[j & _ring_mask(w.ops)].prev, file,
+        j = _overlap_in_flight(x, lo, before, w.live_prev[j & _ring_mask(w.op_rank)], file,
                                offset, nbytes, op_off, op_len, w)
     w.pending[slot] = cnt
     return dq_tail, free
@@ -838,14 +832,14 @@ def _overlap_in_flight(x, lo, before, j, file, offset, nbytes, op_off, op_len, w
     if b <= a:
         return NO_LINK
     oldest = before - LOOKBACK
-    mask = _ring_mask(w.ops)
+    mask = _ring_mask(w.op_rank)
     while j != NO_LINK:
         if j < lo:
-            if w.ops[j & mask].rank < oldest:
+            if w.op_rank[j & mask] < oldest:
                 return NO_LINK
             if op_off[j] < b and a < op_off[j] + op_len[j]:
                 return j
-        j = w.ops[j & mask].prev
+        j = w.live_prev[j & mask]
     return NO_LINK
 
 
@@ -854,29 +848,29 @@ def _wait_for(j, r, slot, w, free):
     """READ r (in ``slot``) waits for disk read j: a node from the free list into j's list
     of waiters, kept in READ order (CPU events come nearly in READ order: almost always an
     append). Returns the free list's new head."""
-    q = j & _ring_mask(w.ops)  # the read's place in the ring
+    q = j & _ring_mask(w.w_head)  # the read's place in the ring
     k = free
     free = w.node_next[k]
     w.node_r[k] = r
     w.node_slot[k] = slot
-    last = w.ops[q].w_tail
+    last = w.w_tail[q]
     if last == NO_LINK:
         w.node_next[k] = NO_LINK
-        w.ops[q].w_head = k
-        w.ops[q].w_tail = k
+        w.w_head[q] = k
+        w.w_tail[q] = k
     elif w.node_r[last] < r:
         w.node_next[k] = NO_LINK
         w.node_next[last] = k
-        w.ops[q].w_tail = k
+        w.w_tail[q] = k
     else:
         before = NO_LINK
-        at = w.ops[q].w_head
+        at = w.w_head[q]
         while w.node_r[at] < r:
             before = at
             at = w.node_next[at]
         w.node_next[k] = at
         if before == NO_LINK:
-            w.ops[q].w_head = k
+            w.w_head[q] = k
         else:
             w.node_next[before] = k
     return free
@@ -885,17 +879,17 @@ def _wait_for(j, r, slot, w, free):
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _read_done(j, f, w):
     """Disk read j (of file f) is done: no longer in flight, its place in the ring free."""
-    mask = _ring_mask(w.ops)
+    mask = _ring_mask(w.op_rank)
     k = j & mask
-    after = w.ops[k].next
-    before = w.ops[k].prev
+    after = w.live_next[k]
+    before = w.live_prev[k]
     if after != NO_LINK:
-        w.ops[after & mask].prev = before
+        w.live_prev[after & mask] = before
     else:
         w.live_tail[f] = before
     if before != NO_LINK:
-        w.ops[before & mask].next = after
-    w.ops[k].rank = NO_LINK
+        w.live_next[before & mask] = after
+    w.op_rank[k] = NO_LINK
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -908,7 +902,7 @@ def _request_done(j, d, w, free, ready_r, ready_slot):
     nready = 0
     while j != NO_LINK:
         _read_done(j, d.op_file[j], w)
-        k = w.ops[j & _ring_mask(w.ops)].w_head
+        k = w.w_head[j & _ring_mask(w.w_head)]
         while k != NO_LINK:
             slot = w.node_slot[k]
             w.pending[slot] -= 1
@@ -1593,42 +1587,26 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 known += 1
                 free_slot[nfree] = slot
                 nfree += 1
-            if not disk_busy:
-                disk_busy, disk_t, disk_op, dq_head, dq_tail, head_addr, busy = _start_disk(
-                    d, dq_head, dq_tail, head_addr, cscan, extent_bytes, now, disk_free_at,
-                    busy)
         else:
-            # the disk's events, one after another while they free no READ and come before
-            # any CPU event: nothing the loop's other steps look at changes between them,
-            # so the same steps without going round the loop
-            while True:
-                now = disk_t
-                if disk_op != NO_LINK:  # a read done, not the throttle's hold
-                    disk_free_at = now
-                    dq_tail = _tcq_done(d, dq_tail)
-                nready, node_free = _request_done(disk_op, d, w, node_free, ready_r,
-                                                  ready_slot)
-                for i in range(nready):  # they reply, in that order
-                    r = ready_r[i]
-                    link_free = _send(r, now, nbytes, rate, link_free, wire)
-                    last_done, run, run_len = _replied(r, ready_slot[i], link_free + half_rtt,
-                                                       issued_at, done, keep_times, last_done,
-                                                       run, run_len, hist, bounds, word, bits,
-                                                       runs)
-                    free_at[known & mask] = link_free + half_rtt
-                    known += 1
-                    free_slot[nfree] = ready_slot[i]
-                    nfree += 1
-                disk_busy, disk_t, disk_op, dq_head, dq_tail, head_addr, busy = _start_disk(
-                    d, dq_head, dq_tail, head_addr, cscan, extent_bytes, now, disk_free_at,
-                    busy)
-                if nready > 0 or not disk_busy:
-                    break
-                if cpu_len > 0:
-                    if cpu_t[cpu_head] == disk_t:
-                        return busy, disk_free_at, TIE, last_done
-                    if cpu_t[cpu_head] < disk_t:
-                        break
+            now = disk_t
+            disk_busy = False
+            if disk_op != NO_LINK:  # a read done, not the throttle's hold
+                disk_free_at = now
+                dq_tail = _tcq_done(d, dq_tail)
+            nready, node_free = _request_done(disk_op, d, w, node_free, ready_r, ready_slot)
+            for i in range(nready):  # they reply, in that order
+                r = ready_r[i]
+                link_free = _send(r, now, nbytes, rate, link_free, wire)
+                last_done, run, run_len = _replied(r, ready_slot[i], link_free + half_rtt,
+                                                   issued_at, done, keep_times, last_done,
+                                                   run, run_len, hist, bounds, word, bits, runs)
+                free_at[known & mask] = link_free + half_rtt
+                known += 1
+                free_slot[nfree] = ready_slot[i]
+                nfree += 1
+        if not disk_busy:
+            disk_busy, disk_t, disk_op, dq_head, dq_tail, head_addr, busy = _start_disk(
+                d, dq_head, dq_tail, head_addr, cscan, extent_bytes, now, disk_free_at, busy)
     if run_len > 0:
         _count_run(run, run_len, hist, bounds, word, bits, runs)
     return busy, disk_free_at, DONE, last_done
