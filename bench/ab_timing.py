@@ -23,6 +23,16 @@ instead times the replay benchmark's configuration (``bench_replay.py``: ``full`
 each child warms up, then times ``full`` and ``full+closed-loop`` interleaved K times (CPU
 time of the thread). Reported per side: the medians and the ratio of the two rates (the
 benchmark's "timing adds <= 30 %" figure, target >= 1/1.3), from the same run.
+
+    python bench/ab_timing.py --model ROUNDS [--requests N] [--reps K] [--fresh]
+
+times ``closed_loop.run`` and its summary alone on the model's inputs for the replay
+benchmark's configuration (N READs, default 2 M): each round a child process of the base and
+one of this tree, in turns; each child replays once for the inputs, runs the model once
+(warm-up), then K more times (default 15). Reported per round: the least and the median CPU
+time of the thread. The children load the kernels from the on-disk caches as a replay does;
+``--fresh`` gives each child empty temporary caches instead, so it runs the code it has just
+compiled (the two can differ in speed by 15-20 % for one source: docs/timing.md, "Speed").
 """
 
 from __future__ import annotations
@@ -117,6 +127,55 @@ def speed_child(out: str, n: int, reps: int) -> None:
     Path(out).write_text(json.dumps(cpu))
 
 
+def model_child(n: int, reps: int) -> None:
+    """Time closed_loop.run and its summary alone on the benchmark's inputs; print JSON."""
+    import time
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_detect import make_stream
+
+    from seqheur.replay import Replayer, observed_file_sizes
+    from seqheur.timing import closed_loop as CL
+
+    stream = make_stream(n)
+    rp = Replayer(stream.file_ids, detector="freebsd4", table="nfsheur:64x4",
+                  policy="freebsd4-cluster", cache=256 << 20, profile="ide-7200",
+                  file_sizes=observed_file_sizes(stream), per_request=False,
+                  timing="closed-loop:preset=paper-testbed")
+    rp.feed(stream)
+    params, inputs = rp.timing.params, rp.timing_inputs()
+    first = CL.run(params, inputs).summary(1)  # warm-up: compiles or loads the kernels
+    cpu = []
+    for _ in range(reps):
+        c = time.thread_time()
+        CL.run(params, inputs).summary(1)
+        cpu.append(time.thread_time() - c)
+    print(json.dumps({"cpu": cpu, "summary": first}))
+
+
+def model(base_src: Path, rounds: int, n: int, reps: int, fresh: bool, tmp: str) -> None:
+    print(f"closed_loop.run and its summary alone, {n} READs, least and median of {reps} "
+          f"runs a child (ms){', each child compiling afresh' if fresh else ''}:")
+    summaries = {}
+    for r in range(rounds):
+        line = []
+        for side, src in (("base", base_src), ("new", ROOT / "src")):
+            env = dict(os.environ, PYTHONPATH=str(src))
+            if fresh:
+                caches = tempfile.mkdtemp(dir=tmp)
+                env.update(NUMBA_CACHE_DIR=f"{caches}/numba", SEQHEUR_CACHE_DIR=f"{caches}/k")
+            out = subprocess.run([sys.executable, __file__, "--model-child", "--requests",
+                                  str(n), "--reps", str(reps)], env=env, check=True, cwd=tmp,
+                                 capture_output=True, text=True).stdout
+            got = json.loads(out.splitlines()[-1])
+            summaries[side] = got["summary"]
+            cpu = np.asarray(got["cpu"]) * 1e3
+            line.append(f"{side} {cpu.min():.2f} ({np.median(cpu):.2f})")
+        print(f"  round {r + 1}: " + "   ".join(line), flush=True)
+    if summaries["base"] != summaries["new"]:
+        print("  the summaries differ:", summaries)
+
+
 def speed(base_src: Path, rounds: int, n: int, reps: int, tmp: str) -> None:
     cpu: dict[str, dict[str, list[float]]] = {"base": {}, "new": {}}
     for r in range(rounds):
@@ -164,12 +223,21 @@ def main() -> int:
     ap.add_argument("--rel", type=float, default=1e-9, help="largest relative difference")
     ap.add_argument("--speed", type=int, metavar="ROUNDS", help="time instead of compare")
     ap.add_argument("--requests", type=int, default=2_000_000, help="READs (--speed)")
-    ap.add_argument("--reps", type=int, default=3, help="interleaved reps a child (--speed)")
+    ap.add_argument("--reps", type=int, default=None,
+                    help="reps a child (--speed: 3 interleaved; --model: 15)")
+    ap.add_argument("--model", type=int, metavar="ROUNDS", help="time the model alone")
+    ap.add_argument("--fresh", action="store_true", help="--model: empty kernel caches")
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--model-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--speed-child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(args.child, args.quick)
+        return 0
+    if args.reps is None:
+        args.reps = 15 if args.model or args.model_child else 3
+    if args.model_child:
+        model_child(args.requests, args.reps)
         return 0
     if args.speed_child:
         speed_child(args.speed_child, args.requests, args.reps)
@@ -185,6 +253,9 @@ def main() -> int:
         subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
         if args.speed:
             speed(tree / "src", args.speed, args.requests, args.reps, tmp)
+            return 0
+        if args.model:
+            model(tree / "src", args.model, args.requests, args.reps, args.fresh, tmp)
             return 0
         out = {}
         for side, src in (("base", tree / "src"), ("new", ROOT / "src")):

@@ -303,6 +303,43 @@ def test_params_are_frozen() -> None:
         p.slots = 3  # type: ignore[misc]
 
 
+def test_timing_result_public_surface() -> None:
+    """TimingResult: the times given at once, or computed once when first read (then kept);
+    a result without times must say how to get them; it pickles with its late times."""
+    import pickle
+
+    from seqheur.timing.closed_loop import TimingResult
+
+    issue = np.array([0.0, 0.001])
+    done = np.array([0.002, 0.004])
+    r = TimingResult(issue, done, 0.003, 0.004, 16384, 16384, 2)
+    assert r.has_times and r.issue_s is issue and r.done_s is done
+    assert r.e2e_seconds == 0.004
+    assert r.summary(16384)["disk_requests"] == 2
+    calls = []
+
+    def times():
+        calls.append(1)
+        return r
+
+    late = TimingResult(None, None, 0.003, 0.004, 16384, 16384, 2,
+                        latency_runs=(np.array([2.0, 3.0]), np.array([1, 1])),
+                        last_done_s=0.004, times=times)
+    assert not late.has_times and late.e2e_seconds == 0.004
+    assert late.summary(16384) == pytest.approx(r.summary(16384), nan_ok=True)
+    assert not calls  # the summary needs no times
+    assert late.done_s is done and late.issue_s is issue and late.has_times
+    assert calls == [1]  # computed once, then kept
+    with pytest.raises(ValueError, match="both"):
+        TimingResult(issue, None, 0.0, 0.0, 0, 0, 0)
+    with pytest.raises(ValueError, match="needs latency_runs"):
+        TimingResult(None, None, 0.0, 0.0, 0, 0, 0, last_done_s=0.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.disk_busy_s = 1.0  # type: ignore[misc]
+    back = pickle.loads(pickle.dumps(r))
+    assert np.array_equal(back.done_s, done) and back.disk_requests == 2
+
+
 def test_a_plug_in_timing_model() -> None:
     """register_timing: a params dataclass and ``run(params, inputs) -> TimingResult``."""
     from seqheur.options import param

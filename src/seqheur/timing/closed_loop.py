@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -171,42 +171,94 @@ class TimingInputs:
     place: Any  # its Placement of the files
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False, eq=False)
 class TimingResult:
-    """Per READ: issue and completion time at the client (s from the first issue); totals.
-    A model may give the READs' latencies and the last completion instead of the times,
-    with a function that computes the times when they are asked for (``times``)."""
+    """What a timing model gives the replay: per READ (trace order) its issue and completion
+    time at the client, and the run's totals. The public surface, which a model registered
+    with :func:`seqheur.timing.register_timing` builds and the replay reads:
 
-    _issue_s: np.ndarray | None
-    _done_s: np.ndarray | None
+    * ``issue_s``, ``done_s`` — per READ, seconds from the first issue (float64 arrays);
+    * ``e2e_seconds`` — the last reply's arrival (``done_s.max()``, 0 without READs);
+    * ``disk_busy_s``, ``disk_end_s`` (when the disk finished its last read: read-ahead may
+      outlast the replies), ``client_bytes`` (bytes the replies carried), ``disk_bytes``
+      (bytes the disk reads transferred), ``disk_requests`` (requests the drive served: the
+      disk reads after merging);
+    * :meth:`summary` — the timing columns of the replay's summary.
+
+    A model that keeps only what a summary needs passes ``issue_s = done_s = None`` with
+    the READs' latencies (``latency_runs``: (values, counts), the latencies
+    ``(done_s - issue_s) * 1e3`` in ms as runs of one value, in any order), the last reply
+    (``last_done_s``), optionally the latencies counted by bucket (``latency_buckets``:
+    (counts, least, greatest) per bucket of :func:`percentiles_of_runs`) and ``times``, a
+    function of no arguments returning a result that has the times: it is called once, when
+    ``issue_s`` or ``done_s`` is first read (the closed-loop model's short loop; the result
+    stays picklable when ``times`` is). The times are then kept in the result (it is
+    frozen: nothing else changes). Results are not compared with ``==`` (they hold arrays)."""
+
     disk_busy_s: float
-    disk_end_s: float  # when the disk finished its last read (read-ahead may outlast replies)
-    client_bytes: int  # bytes the replies carried to the client
-    disk_bytes: int  # bytes the disk reads transferred
-    disk_requests: int  # requests the drive served: the disk reads after merging
-    # the READs' latencies, (done_s - issue_s) * 1e3, as runs of one value (values, counts)
-    latency_runs: Any = None
-    last_done_s: float | None = None  # done_s.max(), 0 without READs
-    latency_buckets: Any = None  # the latencies counted by bucket (percentiles_of_runs)
-    times: Any = field(default=None, repr=False, compare=False)  # () -> a result with times
+    disk_end_s: float
+    client_bytes: int
+    disk_bytes: int
+    disk_requests: int
+    latency_runs: tuple[np.ndarray, np.ndarray] | None
+    last_done_s: float | None
+    latency_buckets: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+    # the times, None until computed (``times``); private: read them as issue_s and done_s
+    _issue_s: np.ndarray | None = field(repr=False)
+    _done_s: np.ndarray | None = field(repr=False)
+    _times: Callable[[], TimingResult] | None = field(repr=False)
+
+    def __init__(self, issue_s: np.ndarray | None, done_s: np.ndarray | None,
+                 disk_busy_s: float, disk_end_s: float, client_bytes: int, disk_bytes: int,
+                 disk_requests: int, *,
+                 latency_runs: tuple[np.ndarray, np.ndarray] | None = None,
+                 last_done_s: float | None = None,
+                 latency_buckets: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+                 times: Callable[[], TimingResult] | None = None) -> None:
+        if (issue_s is None) != (done_s is None):
+            raise ValueError("issue_s and done_s: both arrays, or both None")
+        if issue_s is None and (latency_runs is None or last_done_s is None or times is None):
+            raise ValueError("a result without times needs latency_runs, last_done_s and "
+                             "times (a function giving a result with them)")
+        put = partial(object.__setattr__, self)
+        put("disk_busy_s", disk_busy_s)
+        put("disk_end_s", disk_end_s)
+        put("client_bytes", client_bytes)
+        put("disk_bytes", disk_bytes)
+        put("disk_requests", disk_requests)
+        put("latency_runs", latency_runs)
+        put("last_done_s", last_done_s)
+        put("latency_buckets", latency_buckets)
+        put("_issue_s", issue_s)
+        put("_done_s", done_s)
+        put("_times", times)
 
     @property
     def issue_s(self) -> np.ndarray:
-        return self._times()[0]
+        """Per READ, when the client issued it (s from the first issue)."""
+        return self._with_times()[0]
 
     @property
     def done_s(self) -> np.ndarray:
-        return self._times()[1]
+        """Per READ, when its reply reached the client (s from the first issue)."""
+        return self._with_times()[1]
 
-    def _times(self) -> tuple[np.ndarray, np.ndarray]:
+    @property
+    def has_times(self) -> bool:
+        """Whether ``issue_s`` and ``done_s`` are at hand (else the first read of either
+        computes them)."""
+        return self._issue_s is not None
+
+    def _with_times(self) -> tuple[np.ndarray, np.ndarray]:
         if self._issue_s is None:  # once: the result is frozen, its times computed late
-            r = self.times()
-            object.__setattr__(self, "_issue_s", r._issue_s)
-            object.__setattr__(self, "_done_s", r._done_s)
+            r = self._times()
+            object.__setattr__(self, "_issue_s", r.issue_s)
+            object.__setattr__(self, "_done_s", r.done_s)
         return self._issue_s, self._done_s
 
     @property
     def e2e_seconds(self) -> float:
+        """The first READ's issue to the last reply's arrival (s)."""
         if self.last_done_s is not None:
             return self.last_done_s
         return float(self.done_s.max()) if self.done_s.size else 0.0
@@ -401,7 +453,9 @@ def run(params: Params, inputs: TimingInputs, *, exact: bool = False) -> TimingR
     out = _run(params, inputs, exact, False, OP_RING)
     if out[0] is not None:
         return out[0]
-    return TimingResult(None, None, *out[2:],
+    fields, runs, last_done, buckets = out[2:]
+    return TimingResult(None, None, *fields, latency_runs=runs, last_done_s=last_done,
+                        latency_buckets=buckets,
                         times=partial(_times_again, params, inputs, exact, out[1]))
 
 
@@ -416,7 +470,8 @@ def _run(params: Params, inputs: TimingInputs, exact: bool, keep_times: bool,
     """:func:`run` with disk reads in flight at most ``op_ring_most`` apart in a ring (more:
     a place for every read). The exact loop, or the short loop with ``keep_times``, records
     the READs' times: returns (the result, None). Else returns (None, the ring used, then
-    the result's fields but the times)."""
+    the result's totals, its latencies as runs, the last reply and the latencies' counts
+    by bucket, or None)."""
     n = int(inputs.time_ns.size)
     i64 = np.int64
     op_req = np.ascontiguousarray(inputs.op_request, i64)
@@ -483,7 +538,7 @@ def _run(params: Params, inputs: TimingInputs, exact: bool, keep_times: bool,
     if not short or keep_times:
         return TimingResult(issue, done, *fields), None
     counts = (hist, bounds[0], bounds[1]) if finite else None
-    return None, op_ring, *fields, (run_v[:nrun], run_k[:nrun]), float(last_done), counts
+    return None, op_ring, fields, (run_v[:nrun], run_k[:nrun]), float(last_done), counts
 
 
 @njit(cache=True, nogil=True)
