@@ -160,6 +160,7 @@ class Drive(NamedTuple):
     on: int
     state: np.ndarray  # int64: the drive's state (DiskModel.new_state layout)
     trial: np.ndarray  # int64: scratch copy of it
+    held: np.ndarray  # int64: the trial copy after a way's own reads (priced twice after it)
     ext_first: np.ndarray
     ext_base: np.ndarray
     extent_bytes: int
@@ -175,7 +176,7 @@ class Drive(NamedTuple):
     idle: np.ndarray  # float64[0]: back to back
     out_s: np.ndarray  # float64[1]
     out_f: np.ndarray  # uint8[1]
-    ranges: np.ndarray  # int64[HORIZON, 4]: price_after's reads (file, first, last, touched)
+    ranges: np.ndarray  # int64[2 HORIZON, 4]: price_after's reads (file, first, last, touched)
     ext_prev: np.ndarray  # int64[extents]: the extent that ends where each one starts (-1)
     ext_file: np.ndarray  # int64[extents]: each extent's file
     last: np.ndarray  # int64[3]: the last read issued (file, offset, bytes; file -1: none),
@@ -188,16 +189,17 @@ def drive_of(model: Any, place: Any) -> Drive:
     if model is None:
         z = np.zeros(1, np.int64)
         f = np.zeros(1, np.float64)
-        return Drive(0, z, z.copy(), z, z, 1, z, f, f, f, z, f, z.copy(), z.copy(), z.copy(),
-                     np.zeros(0, np.float64), f.copy(), np.zeros(1, np.uint8),
-                     np.zeros((HORIZON, 4), np.int64), z.copy(), z.copy(),
-                     np.full(3, -1, np.int64), np.zeros(RANK_MAX, np.int64))
+        return Drive(0, z, z.copy(), z.copy(), z, z, 1, z, f, f, f, z, f, z.copy(), z.copy(),
+                     z.copy(), np.zeros(0, np.float64), f.copy(), np.zeros(1, np.uint8),
+                     np.zeros((2 * HORIZON, 4), np.int64), z.copy(), z.copy(),
+                     np.full(3, -1, np.int64), np.zeros(RANK_MAX + 4, np.int64))
     st = model.new_state()
-    return Drive(1, st, st.copy(), place.ext_first, place.ext_base, int(place.extent_bytes),
-                 *model.kernel_args(), np.zeros(1, np.int64), np.zeros(1, np.int64),
-                 np.zeros(1, np.int64), np.zeros(0, np.float64), np.zeros(1, np.float64),
-                 np.zeros(1, np.uint8), np.zeros((HORIZON, 4), np.int64),
-                 *_neighbours(place), np.full(3, -1, np.int64), np.zeros(RANK_MAX, np.int64))
+    return Drive(1, st, st.copy(), st.copy(), place.ext_first, place.ext_base,
+                 int(place.extent_bytes), *model.kernel_args(), np.zeros(1, np.int64),
+                 np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(0, np.float64),
+                 np.zeros(1, np.float64), np.zeros(1, np.uint8),
+                 np.zeros((2 * HORIZON, 4), np.int64),
+                 *_neighbours(place), np.full(3, -1, np.int64), np.zeros(RANK_MAX + 4, np.int64))
 
 
 def _neighbours(place: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -917,7 +919,7 @@ def _newer(c, e, most):
 
 
 @njit(nogil=True, _nrt=False)
-def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
+def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead):
     """Seconds, on the trial drive after the reads priced on it, of what the next
     ``HORIZON`` READs after READ ``stamp`` would read: each one's blocks that are neither
     resident, nor among file ``f``'s blocks ``lo..hi`` (a candidate's read-ahead), nor read
@@ -947,9 +949,11 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
     absent = touched  # blocks inserted since the choice (small caches)
     rk = dr.ranks  # the LRU places of the resident blocks used since (small caches)
     nr = 0
+    ahead_reads = 0
     stop = min(n, stamp + 1 + HORIZON)
     k0 = (fut.ref0[stamp + 1] if stamp + 1 < n else nref) - 1  # READ stamp's last reference
     for r in range(stamp + 1, stop):
+        read = r  # (r is reused below)
         e = fut.ref0[r + 1] if r + 1 < n else nref
         fr = np.int64(-1)
         first = np.int64(-1)
@@ -979,7 +983,7 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
                     for i in range(nr):
                         if rk[i] > r:
                             pushes += 1
-                    if nr < rk.shape[0]:
+                    if nr < RANK_MAX:
                         rk[nr] = r
                         nr += 1
                     if r + pushes < cap:
@@ -1006,7 +1010,50 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
         rng[m, 2] = end
         rng[m, 3] = touched
         m += 1
-    return s
+        if ahead:
+            reach = read_ahead(c, fut, f, lo, hi, read, stop, fr, first, end, touched <= cap)
+            if reach > end:
+                ahead_reads += 1
+                s += service_one(dr, dr.trial, fr, (end + 1) * bsize,
+                                 R.op_bytes(end + 1, reach - end, bsize, fsize[fr]))
+                rng[m, 0] = fr
+                rng[m, 1] = end + 1
+                rng[m, 2] = reach
+                rng[m, 3] = touched
+                m += 1
+    return s, ahead_reads
+
+
+@njit(nogil=True, _nrt=False)
+def read_ahead(c, fut, f, lo, hi, read, stop, fr, first, end, fresh):
+    """The last block of what the oracle's own read-ahead would read after a READ of the
+    look ahead reads file ``fr``'s blocks first..end (READ ``read``; :func:`price_after`
+    with ``ahead``): the blocks of ``fr`` that the look ahead's later READs (up to
+    ``stop``) demand past ``end``, over gaps of at most ``gap_blocks``, skipping blocks
+    resident now (while ``fresh``: few blocks touched since the choice) and file ``f``'s
+    blocks lo..hi (a candidate's read-ahead), the whole read at most the cache's blocks
+    less one; ``end``: none."""
+    n = fut.ref0.shape[0]
+    nref = fut.ids.shape[0]
+    shift = np.int64(C.KEY_SHIFT)
+    mask = (np.int64(1) << shift) - 1
+    top = first + fut.cache_blocks - 2  # the read's blocks and its read-ahead fit the cache
+    reach = end
+    for r in range(read + 1, stop):
+        if fut.rfile[r] != fr:
+            continue
+        e = fut.ref0[r + 1] if r + 1 < n else nref
+        for x in range(fut.ref0[r], e):
+            key = fut.keys[fut.ids[x]]
+            b = key & mask
+            if b <= reach or (fr == f and lo <= b and b <= hi):
+                continue
+            if b > reach + 1 + fut.gap_blocks or b > top:
+                return reach
+            if fresh and C.lookup(c, key) >= 0:
+                continue
+            reach = b
+    return reach
 
 
 @njit(nogil=True, _nrt=False)
@@ -1019,7 +1066,34 @@ def price_reads(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi):
     if end2 > end1:
         s += price(dr, f, (end1 + 1) * bsize, R.op_bytes(end1 + 1, end2 - end1, bsize, eof),
                    False)
-    return s + price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi)
+    return s + price_later(dr, c, fut, fsize, bsize, stamp, f, lo, hi)
+
+
+DEMAND_AFTER_SPLIT = 1
+AHEAD = 1  # 0: the READs after a way priced as they are; 1: also with the oracle's read-ahead
+
+
+@njit(nogil=True, _nrt=False)
+def price_later(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
+    """:func:`price_after` from the trial drive, the READs read with the oracle's own
+    read-ahead and, when that read ahead, also as they are; the cheaper."""
+    if not AHEAD:
+        return price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi, False)[0]
+    for j in range(dr.trial.shape[0]):
+        dr.held[j] = dr.trial[j]
+    ah, n = price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi, True)
+    dr.ranks[RANK_MAX] += 1
+    if n == 0:
+        return ah
+    dr.ranks[RANK_MAX + 3] += 1
+    for j in range(dr.trial.shape[0]):
+        dr.trial[j] = dr.held[j]
+    plain = price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi, False)[0]
+    if ah != plain:
+        dr.ranks[RANK_MAX + 1] += 1
+    if ah < plain:
+        dr.ranks[RANK_MAX + 2] += 1
+    return min(plain, ah)
 
 
 @njit(nogil=True, _nrt=False)
@@ -1225,7 +1299,7 @@ def price_waited(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi):
     if end2 > end1:
         s += price(dr, f, (end1 + 1) * bsize, R.op_bytes(end1 + 1, end2 - end1, bsize, eof),
                    False)
-    return s + price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi), n
+    return s + price_later(dr, c, fut, fsize, bsize, stamp, f, lo, hi), n
 
 
 @njit(nogil=True, _nrt=False)
@@ -1365,7 +1439,8 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
                 e1 = last
                 e2 = fill
         elif way == 4:  # the demand alone, when the READs priced use all the read-ahead
-            if far == last or best1 == last or not within:
+            if far == last or (best1 == last and (best2 < 0 or not DEMAND_AFTER_SPLIT)) or \
+                    not within:
                 continue
             e1 = last
             lo = far + 1
