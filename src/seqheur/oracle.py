@@ -1010,7 +1010,7 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead):
         rng[m, 2] = end
         rng[m, 3] = touched
         m += 1
-        if ahead:
+        if ahead and (AHEAD_ALL or fr == f):
             reach = read_ahead(c, fut, f, lo, hi, read, stop, fr, first, end, touched <= cap)
             if reach > end:
                 ahead_reads += 1
@@ -1057,7 +1057,7 @@ def read_ahead(c, fut, f, lo, hi, read, stop, fr, first, end, fresh):
 
 
 @njit(nogil=True, _nrt=False)
-def price_reads(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi):
+def price_reads(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi, ahead):
     """Seconds of reading blocks start..end1 of file ``f`` (then end1 + 1..end2 apart when
     end2 > end1) from the drive's state, and of the next READs after them
     (:func:`price_after`, f's blocks lo..hi resident)."""
@@ -1066,18 +1066,20 @@ def price_reads(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi):
     if end2 > end1:
         s += price(dr, f, (end1 + 1) * bsize, R.op_bytes(end1 + 1, end2 - end1, bsize, eof),
                    False)
-    return s + price_later(dr, c, fut, fsize, bsize, stamp, f, lo, hi)
+    return s + price_later(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead)
 
 
 DEMAND_AFTER_SPLIT = 1
+AHEAD_ALL = 1
+NOFILL = 1
 AHEAD = 1  # 0: the READs after a way priced as they are; 1: also with the oracle's read-ahead
 
 
 @njit(nogil=True, _nrt=False)
-def price_later(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
+def price_later(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead):
     """:func:`price_after` from the trial drive, the READs read with the oracle's own
     read-ahead and, when that read ahead, also as they are; the cheaper."""
-    if not AHEAD:
+    if not ahead:
         return price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi, False)[0]
     for j in range(dr.trial.shape[0]):
         dr.held[j] = dr.trial[j]
@@ -1285,7 +1287,7 @@ def wait_hits(dr, st, f, off, ln):
 
 
 @njit(nogil=True, _nrt=False)
-def price_waited(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi):
+def price_waited(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi, ahead):
     """(seconds, re-reads) of :func:`price_reads`'s reads after a wait for the drive's
     read-ahead (:func:`wait_hits`); (inf, 0) when no wait applies."""
     eof = fsize[f]
@@ -1299,7 +1301,7 @@ def price_waited(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi):
     if end2 > end1:
         s += price(dr, f, (end1 + 1) * bsize, R.op_bytes(end1 + 1, end2 - end1, bsize, eof),
                    False)
-    return s + price_later(dr, c, fut, fsize, bsize, stamp, f, lo, hi), n
+    return s + price_later(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead), n
 
 
 @njit(nogil=True, _nrt=False)
@@ -1404,7 +1406,9 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     best2 = -1
     best_lo = last + 1
     best_hi = best1
-    best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1)
+    best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1,
+                       AHEAD)
+    best_ahead = AHEAD
     for way in range(11):
         e1 = far
         e2 = -1
@@ -1473,20 +1477,22 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
             e2 = max(best1, best2)
             lo = best_lo
             hi = best_hi
-        s = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, e1, e2, lo, hi)
+        ahead = AHEAD and not (NOFILL and (way == 5 or way == 6))
+        s = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, e1, e2, lo, hi, ahead)
         if s < best:
             best = s
             best1 = e1
             best2 = e2
             best_lo = lo
             best_hi = hi
+            best_ahead = ahead
     # the way chosen after a wait for the drive's read-ahead, when its first read lands in
     # the segment being filled, past where the read-ahead got
     if dr.ip[I_NSEG] > 0 and dr.last[0] >= 0 and _in_filling(
             dr, dr.state, f, start * bsize, R.op_bytes(start, best1 - start + 1, bsize, eof),
             True) > 0:
         s, n = price_waited(dr, c, fut, fsize, bsize, stamp, f, start, best1, best2, best_lo,
-                            best_hi)
+                            best_hi, best_ahead)
         if s < best:
             return best1, best2, n
     return best1, best2, 0
