@@ -1010,7 +1010,7 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead):
         rng[m, 2] = end
         rng[m, 3] = touched
         m += 1
-        if ahead and (AHEAD_ALL or fr == f):
+        if ahead and (fr == f or AHEAD_ALL != 0):
             reach = read_ahead(c, fut, f, lo, hi, read, stop, fr, first, end, touched <= cap)
             if reach > end:
                 ahead_reads += 1
