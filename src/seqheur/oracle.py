@@ -114,6 +114,7 @@ class Future(NamedTuple):
     reach: np.ndarray  # int64[L]: per bound D, the furthest reference with at most D + 1
     # distinct blocks after the reference the oracle reads ahead at (the block among them)
     gap_blocks: int  # the longest gap a read covers rather than stop
+    later: np.ndarray  # int64[requests]: the next READ of the same file (requests: none)
 
 
 class Pending(NamedTuple):
@@ -352,7 +353,25 @@ def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_bloc
                   cache_blocks=int(cache_blocks),
                   limits=limits, nxt=refs.nxt, prev=refs.prev, window=window,
                   reach=np.zeros(limits.size, np.int64),
-                  gap_blocks=int(gap_blocks))
+                  gap_blocks=int(gap_blocks), later=_later_reads(stream.file, stream.n_files))
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _fill_later(rfile, seen, later):
+    """Per READ, the next READ of the same file (``later``; its length: none); ``seen``:
+    per file, -1 to begin with."""
+    n = rfile.shape[0]
+    for r in range(n - 1, -1, -1):
+        f = rfile[r]
+        later[r] = n if seen[f] < 0 else seen[f]
+        seen[f] = r
+
+
+def _later_reads(rfile: np.ndarray, n_files: int) -> np.ndarray:
+    """Per READ, the next READ of the same file (``len(rfile)``: none)."""
+    later = np.empty(rfile.shape[0], np.int64)
+    _fill_later(rfile, np.full(max(int(n_files), 1), -1, np.int64), later)
+    return later
 
 
 def limits_of(cache_blocks: int) -> np.ndarray:
@@ -1010,7 +1029,7 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead):
         rng[m, 2] = end
         rng[m, 3] = touched
         m += 1
-        if ahead and (fr == f or AHEAD_ALL != 0):
+        if ahead and fut.later[read] < stop and (fr == f or AHEAD_ALL != 0):
             reach = read_ahead(c, fut, f, lo, hi, read, stop, fr, first, end, touched <= cap)
             if reach > end:
                 ahead_reads += 1
@@ -1039,9 +1058,8 @@ def read_ahead(c, fut, f, lo, hi, read, stop, fr, first, end, fresh):
     mask = (np.int64(1) << shift) - 1
     top = first + fut.cache_blocks - 2  # the read's blocks and its read-ahead fit the cache
     reach = end
-    for r in range(read + 1, stop):
-        if fut.rfile[r] != fr:
-            continue
+    r = fut.later[read]
+    while r < stop:
         e = fut.ref0[r + 1] if r + 1 < n else nref
         for x in range(fut.ref0[r], e):
             key = fut.keys[fut.ids[x]]
@@ -1053,6 +1071,7 @@ def read_ahead(c, fut, f, lo, hi, read, stop, fr, first, end, fresh):
             if fresh and C.lookup(c, key) >= 0:
                 continue
             reach = b
+        r = fut.later[r]
     return reach
 
 
