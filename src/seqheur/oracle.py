@@ -29,7 +29,8 @@ trace order, it
    it prices that choice together with what the next ``HORIZON`` READs would read (the
    blocks read in the look ahead resident for the READs after them, the choice's read-ahead
    up to its first use and after it while the cache would keep it, a block used in the
-   look ahead while fewer distinct blocks than the cache's came since, :func:`price_after`)
+   look ahead while fewer distinct blocks than the cache's came since, :func:`price_after`;
+   priced twice, the READs as they are and reading ahead as the oracle would, the cheaper)
    against a few other ways: the read-ahead in a read of its own (room for the drive's
    read-ahead), reading over to a file's end that is near (the drive's read-ahead runs on
    into the next file; a partial last block read alone ends at the next file's start;
@@ -193,14 +194,14 @@ def drive_of(model: Any, place: Any) -> Drive:
         return Drive(0, z, z.copy(), z.copy(), z, z, 1, z, f, f, f, z, f, z.copy(), z.copy(),
                      z.copy(), np.zeros(0, np.float64), f.copy(), np.zeros(1, np.uint8),
                      np.zeros((2 * HORIZON, 4), np.int64), z.copy(), z.copy(),
-                     np.full(3, -1, np.int64), np.zeros(RANK_MAX + 4, np.int64))
+                     np.full(3, -1, np.int64), np.zeros(RANK_MAX, np.int64))
     st = model.new_state()
     return Drive(1, st, st.copy(), st.copy(), place.ext_first, place.ext_base,
                  int(place.extent_bytes), *model.kernel_args(), np.zeros(1, np.int64),
                  np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(0, np.float64),
                  np.zeros(1, np.float64), np.zeros(1, np.uint8),
                  np.zeros((2 * HORIZON, 4), np.int64),
-                 *_neighbours(place), np.full(3, -1, np.int64), np.zeros(RANK_MAX + 4, np.int64))
+                 *_neighbours(place), np.full(3, -1, np.int64), np.zeros(RANK_MAX, np.int64))
 
 
 def _neighbours(place: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -954,7 +955,10 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead):
     counts the blocks its read inserted after it; with a cache of at most ``RANK_MAX``
     blocks a block resident now survives to its first use in the look ahead only while its
     place in the LRU list, plus the blocks inserted since and those used since that were
-    older than it, leaves it in the cache."""
+    older than it, leaves it in the cache. With ``ahead``, a READ that reads also reads
+    ahead as the oracle would, in a read of its own right after (:func:`read_ahead`: the
+    blocks of its file that the look ahead's later READs demand), resident for them.
+    Returns (seconds, how many such read-aheads were read)."""
     n = fut.ref0.shape[0]
     nref = fut.ids.shape[0]
     shift = np.int64(C.KEY_SHIFT)
@@ -1002,7 +1006,7 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead):
                     for i in range(nr):
                         if rk[i] > r:
                             pushes += 1
-                    if nr < RANK_MAX:
+                    if nr < rk.shape[0]:
                         rk[nr] = r
                         nr += 1
                     if r + pushes < cap:
@@ -1029,7 +1033,7 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead):
         rng[m, 2] = end
         rng[m, 3] = touched
         m += 1
-        if ahead and fut.later[read] < stop and (fr == f or AHEAD_ALL != 0):
+        if ahead and fut.later[read] < stop:
             reach = read_ahead(c, fut, f, lo, hi, read, stop, fr, first, end, touched <= cap)
             if reach > end:
                 ahead_reads += 1
@@ -1079,7 +1083,7 @@ def read_ahead(c, fut, f, lo, hi, read, stop, fr, first, end, fresh):
 def price_reads(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi, ahead):
     """Seconds of reading blocks start..end1 of file ``f`` (then end1 + 1..end2 apart when
     end2 > end1) from the drive's state, and of the next READs after them
-    (:func:`price_after`, f's blocks lo..hi resident)."""
+    (:func:`price_later`, f's blocks lo..hi resident)."""
     eof = fsize[f]
     s = price(dr, f, start * bsize, R.op_bytes(start, end1 - start + 1, bsize, eof), True)
     if end2 > end1:
@@ -1088,33 +1092,24 @@ def price_reads(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi, a
     return s + price_later(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead)
 
 
-DEMAND_AFTER_SPLIT = 1
-AHEAD_ALL = 1
-NOFILL = 1
-AHEAD = 1  # 0: the READs after a way priced as they are; 1: also with the oracle's read-ahead
-
-
 @njit(nogil=True, _nrt=False)
 def price_later(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead):
-    """:func:`price_after` from the trial drive, the READs read with the oracle's own
-    read-ahead and, when that read ahead, also as they are; the cheaper."""
+    """:func:`price_after` from the trial drive; with ``ahead`` priced twice, the READs
+    reading ahead as the oracle would and as they are, the cheaper (the oracle's own later
+    read-ahead may stream on where a READ's read alone positions, e.g. a file's block 0
+    read with the blocks after it; but it may also take a drive segment the READs as they
+    are would have found holding a block). The second pricing only when the first read
+    ahead at all (else it would read the same)."""
     if not ahead:
         return price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi, False)[0]
     for j in range(dr.trial.shape[0]):
         dr.held[j] = dr.trial[j]
-    ah, n = price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi, True)
-    dr.ranks[RANK_MAX] += 1
-    if n == 0:
-        return ah
-    dr.ranks[RANK_MAX + 3] += 1
+    ahead, n = price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi, True)
+    if n == 0:  # no READ priced read ahead: the same reads as without
+        return ahead
     for j in range(dr.trial.shape[0]):
         dr.trial[j] = dr.held[j]
-    plain = price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi, False)[0]
-    if ah != plain:
-        dr.ranks[RANK_MAX + 1] += 1
-    if ah < plain:
-        dr.ranks[RANK_MAX + 2] += 1
-    return min(plain, ah)
+    return min(ahead, price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi, False)[0])
 
 
 @njit(nogil=True, _nrt=False)
@@ -1333,8 +1328,9 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     First the read-ahead or not, as one read each: it is dropped when the demand followed
     at once by the rest costs less than the whole (the best case for stopping), e.g. when
     the demand is in the drive's cache and the longer read is not. Then that choice is
-    priced with the next ``HORIZON`` READs (:func:`price_reads`) against the other ways,
-    and a cheaper one replaces it (ties keep the earlier):
+    priced with the next ``HORIZON`` READs (:func:`price_reads`; twice, those READs as they
+    are and reading ahead as the oracle would, the cheaper, :func:`price_later`) against
+    the other ways, and a cheaper one replaces it (ties keep the earlier):
 
     * the read-ahead in a read of its own (a shorter first read leaves the drive room to
       read ahead in its segment);
@@ -1344,11 +1340,13 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
       that read reads over a block a READ priced demands that neither cache keeps
       (:func:`over_lost`);
     * the demand alone, when every block of the read-ahead is used within the READs priced
-      (so what dropping it costs is priced too);
+      (so what dropping it costs is priced too), also after the read-ahead apart was chosen
+      (a later miss of the file may read its earlier blocks and the read-ahead in one
+      stream);
     * with a buffer cache no larger than one of the drive's segments, when a READ priced
       uses a block past the read-ahead that the segment would hold: filling the segment
       from the READ's first block, in one read or the demand then the rest (the drive's
-      cache keeps what the buffer cache cannot);
+      cache keeps what the buffer cache cannot; priced with the READs as they are only);
     * the read's last block apart, when a READ priced uses a block the drive's read-ahead
       after it could reach (after a read of L bytes the drive reads ahead at most
       ``segment - L``), or when it is the file's partial last block (read alone it is read
@@ -1426,8 +1424,8 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     best_lo = last + 1
     best_hi = best1
     best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1,
-                       AHEAD)
-    best_ahead = AHEAD
+                       True)
+    best_ahead = True
     for way in range(11):
         e1 = far
         e2 = -1
@@ -1462,8 +1460,9 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
                 e1 = last
                 e2 = fill
         elif way == 4:  # the demand alone, when the READs priced use all the read-ahead
-            if far == last or (best1 == last and (best2 < 0 or not DEMAND_AFTER_SPLIT)) or \
-                    not within:
+            # (also after the read-ahead apart was chosen: that way reads the READ's
+            # blocks alone first too, but the drive then reads on past them)
+            if far == last or (best1 == last and best2 < 0) or not within:
                 continue
             e1 = last
             lo = far + 1
@@ -1496,7 +1495,9 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
             e2 = max(best1, best2)
             lo = best_lo
             hi = best_hi
-        ahead = AHEAD and not (NOFILL and (way == 5 or way == 6))
+        # the segment fill reads over blocks the look ahead's own read-ahead would read
+        # again: priced only as the READs are (with it, it won where it lost on the disk)
+        ahead = way != 5 and way != 6
         s = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, e1, e2, lo, hi, ahead)
         if s < best:
             best = s
