@@ -957,7 +957,8 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead):
     place in the LRU list, plus the blocks inserted since and those used since that were
     older than it, leaves it in the cache. With ``ahead``, a READ that reads also reads
     ahead as the oracle would, in a read of its own right after (:func:`read_ahead`: the
-    blocks of its file that the look ahead's later READs demand), resident for them.
+    blocks of its file that the look ahead's later READs demand), resident for them; not on
+    a fragmented layout.
     Returns (seconds, how many such read-aheads were read)."""
     n = fut.ref0.shape[0]
     nref = fut.ids.shape[0]
@@ -1033,7 +1034,9 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead):
         rng[m, 2] = end
         rng[m, 3] = touched
         m += 1
-        if ahead and fut.later[read] < stop:
+        # (not on a fragmented layout: the oracle cuts its read-ahead at extents there,
+        # a way the look ahead does not price; reading ahead across them it lost traces)
+        if ahead and fut.later[read] < stop and dr.extent_bytes == NO_EXTENTS:
             reach = read_ahead(c, fut, f, lo, hi, read, stop, fr, first, end, touched <= cap)
             if reach > end:
                 ahead_reads += 1
