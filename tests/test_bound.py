@@ -218,6 +218,19 @@ def test_oracle_same_with_a_tiny_pending_window(s: ReadStream, blocks: int,
     assert_tree_close(tiny, wide, rel=SUMMARY_REL)
 
 
+@settings(deadline=None)
+@given(files=st.lists(st.integers(0, 5), max_size=60))
+def test_oracle_chain_of_next_reads_of_a_file(files: list[int]) -> None:
+    """``Future.later``, with which the look ahead finds a READ's next READs of its file: per
+    READ, the next READ of the same file, the number of READs when none."""
+    import seqheur.oracle as O
+
+    later = O._later_reads(np.array(files, np.int32), 6)
+    for r, f in enumerate(files):
+        assert later[r] == next((q for q in range(r + 1, len(files)) if files[q] == f),
+                                len(files))
+
+
 def _policy_specs() -> list[str]:
     specs = []
     for name in POLICIES.names():
