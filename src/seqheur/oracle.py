@@ -1349,8 +1349,8 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
       (:func:`over_lost`);
     * the demand alone, when every block of the read-ahead is used within the READs priced
       (so what dropping it costs is priced too), also after the read-ahead apart was chosen
-      (a later miss of the file may read its earlier blocks and the read-ahead in one
-      stream);
+      with a cache of at most ``AHEAD_MAX`` blocks (a later miss of the file may read its
+      earlier blocks and the read-ahead in one stream, which the look ahead then prices);
     * with a buffer cache no larger than one of the drive's segments, when a READ priced
       uses a block past the read-ahead that the segment would hold: filling the segment
       from the READ's first block, in one read or the demand then the rest (the drive's
@@ -1468,9 +1468,11 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
                 e1 = last
                 e2 = fill
         elif way == 4:  # the demand alone, when the READs priced use all the read-ahead
-            # (also after the read-ahead apart was chosen: that way reads the READ's
-            # blocks alone first too, but the drive then reads on past them)
-            if far == last or (best1 == last and best2 < 0) or not within:
+            # (also after the read-ahead apart was chosen, where the look ahead reads ahead
+            # as the oracle would: a later miss of the file may read the READ's earlier
+            # blocks and the read-ahead in one stream)
+            if far == last or (best1 == last and (best2 < 0 or fut.cache_blocks > AHEAD_MAX)) \
+                    or not within:
                 continue
             e1 = last
             lo = far + 1
