@@ -115,7 +115,8 @@ class Future(NamedTuple):
     reach: np.ndarray  # int64[L]: per bound D, the furthest reference with at most D + 1
     # distinct blocks after the reference the oracle reads ahead at (the block among them)
     gap_blocks: int  # the longest gap a read covers rather than stop
-    later: np.ndarray  # int64[requests]: the next READ of the same file (requests: none)
+    later: np.ndarray  # int64[requests]: the next READ of the same file (requests: none;
+    # empty with caches above AHEAD_MAX, where the look ahead does not read ahead)
 
 
 class Pending(NamedTuple):
@@ -354,7 +355,9 @@ def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_bloc
                   cache_blocks=int(cache_blocks),
                   limits=limits, nxt=refs.nxt, prev=refs.prev, window=window,
                   reach=np.zeros(limits.size, np.int64),
-                  gap_blocks=int(gap_blocks), later=_later_reads(stream.file, stream.n_files))
+                  gap_blocks=int(gap_blocks),
+                  later=_later_reads(stream.file, stream.n_files) if cache_blocks <= AHEAD_MAX
+                  else np.zeros(0, np.int64))
 
 
 @njit(cache=True, nogil=True, _nrt=False)
