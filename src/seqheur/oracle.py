@@ -30,7 +30,8 @@ trace order, it
    blocks read in the look ahead resident for the READs after them, the choice's read-ahead
    up to its first use and after it while the cache would keep it, a block used in the
    look ahead while fewer distinct blocks than the cache's came since, :func:`price_after`;
-   priced twice, the READs as they are and reading ahead as the oracle would, the cheaper)
+   with caches of at most ``AHEAD_MAX`` blocks on a contiguous layout priced twice, the READs
+   as they are and reading ahead as the oracle would, the cheaper, :func:`price_later`)
    against a few other ways: the read-ahead in a read of its own (room for the drive's
    read-ahead), reading over to a file's end that is near (the drive's read-ahead runs on
    into the next file; a partial last block read alone ends at the next file's start;
