@@ -29,7 +29,9 @@ trace order, it
    it prices that choice together with what the next ``HORIZON`` READs would read (the
    blocks read in the look ahead resident for the READs after them, the choice's read-ahead
    up to its first use and after it while the cache would keep it, a block used in the
-   look ahead while fewer distinct blocks than the cache's came since, :func:`price_after`)
+   look ahead while fewer distinct blocks than the cache's came since, :func:`price_after`;
+   with caches of at most ``AHEAD_MAX`` blocks on a contiguous layout priced twice, the READs
+   as they are and reading ahead as the oracle would, the cheaper, :func:`price_later`)
    against a few other ways: the read-ahead in a read of its own (room for the drive's
    read-ahead), reading over to a file's end that is near (the drive's read-ahead runs on
    into the next file; a partial last block read alone ends at the next file's start;
@@ -114,6 +116,8 @@ class Future(NamedTuple):
     reach: np.ndarray  # int64[L]: per bound D, the furthest reference with at most D + 1
     # distinct blocks after the reference the oracle reads ahead at (the block among them)
     gap_blocks: int  # the longest gap a read covers rather than stop
+    later: np.ndarray  # int64[requests]: the next READ of the same file (requests: none;
+    # empty with caches above AHEAD_MAX, where the look ahead does not read ahead)
 
 
 class Pending(NamedTuple):
@@ -160,6 +164,7 @@ class Drive(NamedTuple):
     on: int
     state: np.ndarray  # int64: the drive's state (DiskModel.new_state layout)
     trial: np.ndarray  # int64: scratch copy of it
+    held: np.ndarray  # int64: the trial copy after a way's own reads (priced twice after it)
     ext_first: np.ndarray
     ext_base: np.ndarray
     extent_bytes: int
@@ -175,7 +180,7 @@ class Drive(NamedTuple):
     idle: np.ndarray  # float64[0]: back to back
     out_s: np.ndarray  # float64[1]
     out_f: np.ndarray  # uint8[1]
-    ranges: np.ndarray  # int64[HORIZON, 4]: price_after's reads (file, first, last, touched)
+    ranges: np.ndarray  # int64[2 HORIZON, 4]: price_after's reads (file, first, last, touched)
     ext_prev: np.ndarray  # int64[extents]: the extent that ends where each one starts (-1)
     ext_file: np.ndarray  # int64[extents]: each extent's file
     last: np.ndarray  # int64[3]: the last read issued (file, offset, bytes; file -1: none),
@@ -188,15 +193,16 @@ def drive_of(model: Any, place: Any) -> Drive:
     if model is None:
         z = np.zeros(1, np.int64)
         f = np.zeros(1, np.float64)
-        return Drive(0, z, z.copy(), z, z, 1, z, f, f, f, z, f, z.copy(), z.copy(), z.copy(),
-                     np.zeros(0, np.float64), f.copy(), np.zeros(1, np.uint8),
-                     np.zeros((HORIZON, 4), np.int64), z.copy(), z.copy(),
+        return Drive(0, z, z.copy(), z.copy(), z, z, 1, z, f, f, f, z, f, z.copy(), z.copy(),
+                     z.copy(), np.zeros(0, np.float64), f.copy(), np.zeros(1, np.uint8),
+                     np.zeros((2 * HORIZON, 4), np.int64), z.copy(), z.copy(),
                      np.full(3, -1, np.int64), np.zeros(RANK_MAX, np.int64))
     st = model.new_state()
-    return Drive(1, st, st.copy(), place.ext_first, place.ext_base, int(place.extent_bytes),
-                 *model.kernel_args(), np.zeros(1, np.int64), np.zeros(1, np.int64),
-                 np.zeros(1, np.int64), np.zeros(0, np.float64), np.zeros(1, np.float64),
-                 np.zeros(1, np.uint8), np.zeros((HORIZON, 4), np.int64),
+    return Drive(1, st, st.copy(), st.copy(), place.ext_first, place.ext_base,
+                 int(place.extent_bytes), *model.kernel_args(), np.zeros(1, np.int64),
+                 np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(0, np.float64),
+                 np.zeros(1, np.float64), np.zeros(1, np.uint8),
+                 np.zeros((2 * HORIZON, 4), np.int64),
                  *_neighbours(place), np.full(3, -1, np.int64), np.zeros(RANK_MAX, np.int64))
 
 
@@ -350,7 +356,27 @@ def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_bloc
                   cache_blocks=int(cache_blocks),
                   limits=limits, nxt=refs.nxt, prev=refs.prev, window=window,
                   reach=np.zeros(limits.size, np.int64),
-                  gap_blocks=int(gap_blocks))
+                  gap_blocks=int(gap_blocks),
+                  later=_later_reads(stream.file, stream.n_files) if cache_blocks <= AHEAD_MAX
+                  else np.zeros(0, np.int64))
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _fill_later(rfile, seen, later):
+    """Per READ, the next READ of the same file (``later``; its length: none); ``seen``:
+    per file, -1 to begin with."""
+    n = rfile.shape[0]
+    for r in range(n - 1, -1, -1):
+        f = rfile[r]
+        later[r] = n if seen[f] < 0 else seen[f]
+        seen[f] = r
+
+
+def _later_reads(rfile: np.ndarray, n_files: int) -> np.ndarray:
+    """Per READ, the next READ of the same file (``len(rfile)``: none)."""
+    later = np.empty(rfile.shape[0], np.int64)
+    _fill_later(rfile, np.full(max(int(n_files), 1), -1, np.int64), later)
+    return later
 
 
 def limits_of(cache_blocks: int) -> np.ndarray:
@@ -917,7 +943,7 @@ def _newer(c, e, most):
 
 
 @njit(nogil=True, _nrt=False)
-def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
+def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead):
     """Seconds, on the trial drive after the reads priced on it, of what the next
     ``HORIZON`` READs after READ ``stamp`` would read: each one's blocks that are neither
     resident, nor among file ``f``'s blocks ``lo..hi`` (a candidate's read-ahead), nor read
@@ -933,7 +959,11 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
     counts the blocks its read inserted after it; with a cache of at most ``RANK_MAX``
     blocks a block resident now survives to its first use in the look ahead only while its
     place in the LRU list, plus the blocks inserted since and those used since that were
-    older than it, leaves it in the cache."""
+    older than it, leaves it in the cache. With ``ahead``, a READ that reads also reads
+    ahead as the oracle would, in a read of its own right after (:func:`read_ahead`: the
+    blocks of its file that the look ahead's later READs demand), resident for them; not on
+    a fragmented layout.
+    Returns (seconds, how many such read-aheads were read)."""
     n = fut.ref0.shape[0]
     nref = fut.ids.shape[0]
     shift = np.int64(C.KEY_SHIFT)
@@ -947,9 +977,11 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
     absent = touched  # blocks inserted since the choice (small caches)
     rk = dr.ranks  # the LRU places of the resident blocks used since (small caches)
     nr = 0
+    ahead_reads = 0
     stop = min(n, stamp + 1 + HORIZON)
     k0 = (fut.ref0[stamp + 1] if stamp + 1 < n else nref) - 1  # READ stamp's last reference
     for r in range(stamp + 1, stop):
+        read = r  # (r is reused below)
         e = fut.ref0[r + 1] if r + 1 < n else nref
         fr = np.int64(-1)
         first = np.int64(-1)
@@ -1006,20 +1038,90 @@ def price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi):
         rng[m, 2] = end
         rng[m, 3] = touched
         m += 1
-    return s
+        # (not on a fragmented layout: the oracle cuts its read-ahead at extents there,
+        # a way the look ahead does not price; reading ahead across them it lost traces)
+        if ahead and fut.later[read] < stop and dr.extent_bytes == NO_EXTENTS:
+            reach = read_ahead(c, fut, f, lo, hi, read, stop, fr, first, end, touched <= cap)
+            if reach > end:
+                ahead_reads += 1
+                s += service_one(dr, dr.trial, fr, (end + 1) * bsize,
+                                 R.op_bytes(end + 1, reach - end, bsize, fsize[fr]))
+                rng[m, 0] = fr
+                rng[m, 1] = end + 1
+                rng[m, 2] = reach
+                rng[m, 3] = touched
+                m += 1
+    return s, ahead_reads
 
 
 @njit(nogil=True, _nrt=False)
-def price_reads(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi):
+def read_ahead(c, fut, f, lo, hi, read, stop, fr, first, end, fresh):
+    """The last block of what the oracle's own read-ahead would read after a READ of the
+    look ahead reads file ``fr``'s blocks first..end (READ ``read``; :func:`price_after`
+    with ``ahead``): the blocks of ``fr`` that the look ahead's later READs (up to
+    ``stop``) demand past ``end``, over gaps of at most ``gap_blocks``, skipping blocks
+    resident now (while ``fresh``: few blocks touched since the choice) and file ``f``'s
+    blocks lo..hi (a candidate's read-ahead), the whole read at most the cache's blocks
+    less one; ``end``: none."""
+    n = fut.ref0.shape[0]
+    nref = fut.ids.shape[0]
+    shift = np.int64(C.KEY_SHIFT)
+    mask = (np.int64(1) << shift) - 1
+    top = first + fut.cache_blocks - 2  # the read's blocks and its read-ahead fit the cache
+    reach = end
+    r = fut.later[read]
+    while r < stop:
+        e = fut.ref0[r + 1] if r + 1 < n else nref
+        for x in range(fut.ref0[r], e):
+            key = fut.keys[fut.ids[x]]
+            b = key & mask
+            if b <= reach or (fr == f and lo <= b and b <= hi):
+                continue
+            if b > reach + 1 + fut.gap_blocks or b > top:
+                return reach
+            if fresh and C.lookup(c, key) >= 0:
+                continue
+            reach = b
+        r = fut.later[r]
+    return reach
+
+
+@njit(nogil=True, _nrt=False)
+def price_reads(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi, ahead):
     """Seconds of reading blocks start..end1 of file ``f`` (then end1 + 1..end2 apart when
     end2 > end1) from the drive's state, and of the next READs after them
-    (:func:`price_after`, f's blocks lo..hi resident)."""
+    (:func:`price_later`, f's blocks lo..hi resident)."""
     eof = fsize[f]
     s = price(dr, f, start * bsize, R.op_bytes(start, end1 - start + 1, bsize, eof), True)
     if end2 > end1:
         s += price(dr, f, (end1 + 1) * bsize, R.op_bytes(end1 + 1, end2 - end1, bsize, eof),
                    False)
-    return s + price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi)
+    return s + price_later(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead)
+
+
+AHEAD_MAX = 16  # the largest cache with which price_later prices the READs reading ahead
+
+
+@njit(nogil=True, _nrt=False)
+def price_later(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead):
+    """:func:`price_after` from the trial drive; with ``ahead`` priced twice, the READs
+    reading ahead as the oracle would and as they are, the cheaper (the oracle's own later
+    read-ahead may stream on where a READ's read alone positions, e.g. a file's block 0
+    read with the blocks after it; but it may also take a drive segment the READs as they
+    are would have found holding a block). The second pricing only when the first read
+    ahead at all (else it would read the same). Only with a cache of at most
+    ``AHEAD_MAX`` blocks: where every miss is priced with a larger cache (many readers,
+    1 MiB) it cost `bound` about a tenth more and changed no choice."""
+    if not ahead or fut.cache_blocks > AHEAD_MAX:
+        return price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi, False)[0]
+    for j in range(dr.trial.shape[0]):
+        dr.held[j] = dr.trial[j]
+    ahead, n = price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi, True)
+    if n == 0:  # no READ priced read ahead: the same reads as without
+        return ahead
+    for j in range(dr.trial.shape[0]):
+        dr.trial[j] = dr.held[j]
+    return min(ahead, price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi, False)[0])
 
 
 @njit(nogil=True, _nrt=False)
@@ -1211,7 +1313,7 @@ def wait_hits(dr, st, f, off, ln):
 
 
 @njit(nogil=True, _nrt=False)
-def price_waited(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi):
+def price_waited(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi, ahead):
     """(seconds, re-reads) of :func:`price_reads`'s reads after a wait for the drive's
     read-ahead (:func:`wait_hits`); (inf, 0) when no wait applies."""
     eof = fsize[f]
@@ -1225,7 +1327,7 @@ def price_waited(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi):
     if end2 > end1:
         s += price(dr, f, (end1 + 1) * bsize, R.op_bytes(end1 + 1, end2 - end1, bsize, eof),
                    False)
-    return s + price_after(dr, c, fut, fsize, bsize, stamp, f, lo, hi), n
+    return s + price_later(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead), n
 
 
 @njit(nogil=True, _nrt=False)
@@ -1238,8 +1340,9 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     First the read-ahead or not, as one read each: it is dropped when the demand followed
     at once by the rest costs less than the whole (the best case for stopping), e.g. when
     the demand is in the drive's cache and the longer read is not. Then that choice is
-    priced with the next ``HORIZON`` READs (:func:`price_reads`) against the other ways,
-    and a cheaper one replaces it (ties keep the earlier):
+    priced with the next ``HORIZON`` READs (:func:`price_reads`; twice, those READs as they
+    are and reading ahead as the oracle would, the cheaper, :func:`price_later`) against
+    the other ways, and a cheaper one replaces it (ties keep the earlier):
 
     * the read-ahead in a read of its own (a shorter first read leaves the drive room to
       read ahead in its segment);
@@ -1249,11 +1352,13 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
       that read reads over a block a READ priced demands that neither cache keeps
       (:func:`over_lost`);
     * the demand alone, when every block of the read-ahead is used within the READs priced
-      (so what dropping it costs is priced too);
+      (so what dropping it costs is priced too), also after the read-ahead apart was chosen
+      with a cache of at most ``AHEAD_MAX`` blocks (a later miss of the file may read its
+      earlier blocks and the read-ahead in one stream, which the look ahead then prices);
     * with a buffer cache no larger than one of the drive's segments, when a READ priced
       uses a block past the read-ahead that the segment would hold: filling the segment
       from the READ's first block, in one read or the demand then the rest (the drive's
-      cache keeps what the buffer cache cannot);
+      cache keeps what the buffer cache cannot; priced with the READs as they are only);
     * the read's last block apart, when a READ priced uses a block the drive's read-ahead
       after it could reach (after a read of L bytes the drive reads ahead at most
       ``segment - L``), or when it is the file's partial last block (read alone it is read
@@ -1330,7 +1435,9 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     best2 = -1
     best_lo = last + 1
     best_hi = best1
-    best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1)
+    best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1,
+                       True)
+    best_ahead = True
     for way in range(11):
         e1 = far
         e2 = -1
@@ -1365,7 +1472,11 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
                 e1 = last
                 e2 = fill
         elif way == 4:  # the demand alone, when the READs priced use all the read-ahead
-            if far == last or best1 == last or not within:
+            # (also after the read-ahead apart was chosen, where the look ahead reads ahead
+            # as the oracle would: a later miss of the file may read the READ's earlier
+            # blocks and the read-ahead in one stream)
+            if far == last or (best1 == last and (best2 < 0 or fut.cache_blocks > AHEAD_MAX)) \
+                    or not within:
                 continue
             e1 = last
             lo = far + 1
@@ -1398,20 +1509,24 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
             e2 = max(best1, best2)
             lo = best_lo
             hi = best_hi
-        s = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, e1, e2, lo, hi)
+        # the segment fill reads over blocks the look ahead's own read-ahead would read
+        # again: priced only as the READs are (with it, it won where it lost on the disk)
+        ahead = way != 5 and way != 6
+        s = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, e1, e2, lo, hi, ahead)
         if s < best:
             best = s
             best1 = e1
             best2 = e2
             best_lo = lo
             best_hi = hi
+            best_ahead = ahead
     # the way chosen after a wait for the drive's read-ahead, when its first read lands in
     # the segment being filled, past where the read-ahead got
     if dr.ip[I_NSEG] > 0 and dr.last[0] >= 0 and _in_filling(
             dr, dr.state, f, start * bsize, R.op_bytes(start, best1 - start + 1, bsize, eof),
             True) > 0:
         s, n = price_waited(dr, c, fut, fsize, bsize, stamp, f, start, best1, best2, best_lo,
-                            best_hi)
+                            best_hi, best_ahead)
         if s < best:
             return best1, best2, n
     return best1, best2, 0
