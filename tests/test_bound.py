@@ -332,6 +332,18 @@ STREAM_ON = dict(s=ReadStream.from_arrays(
     [8192, 32768, 0, 32768, 8192, 4096, 8192, 512, 0, 32768, 8192, 512, 32768, 512, 4096, 512,
      512, 8192]),
     profile="scsi-10k", cache_blocks=16, extra=[0, 100, 100, 100])
+# Seed 61's trace 28 at 500 traces: three files on the fragmented layout (64 KiB extents),
+# 8 KiB blocks, a 3-block cache, where `freebsd4` with policy `fixed:4` beat the oracle by
+# 16.2%. The first file's 13 blocks lie in two extents, the second (blocks 8 to 12) right
+# after the second file's on the disk; the oracle read the first READ's blocks 0 to 3 over to
+# the file's end, positioning for the second extent (19.9 ms), and read it again at the last
+# READ; `freebsd4` read blocks 0 to 7 (15.0 ms) and at the last READ streamed on into the
+# second extent. The oracle now prices reading over up to the end of the extent before the
+# first one it would position to, like its read-ahead cut there.
+OVER_TO_EXTENT_END = dict(s=ReadStream.from_arrays([0, 1, 2, 2, 0], [0, 0, 0, 32768, 0],
+                                                   [32768, 8192, 32768, 512, 100000]),
+                          profile="ide-7200:extent=64KiB,seed=3", cache_blocks=3,
+                          extra=[0, 0, 0, 0])
 
 # Counterexamples pinned or found since, which the oracle now wins: four files on scsi-10k,
 # 8 KiB blocks, an 8-block cache, where policy `none` beat it by 2.0% (pinned). The oracle
@@ -499,12 +511,13 @@ OVERREAD = dict(s=ReadStream.from_arrays(
 @pytest.mark.parametrize("case", [SEGMENTS, EXTENTS, HELD, OVERREAD, FIRST_SEGMENT,
                                   READ_AHEAD_TIME, LOOK_AHEAD_READ, LRU_PLACE,
                                   PAST_LOOK_AHEAD, DROPPED_READ_AHEAD, WAIT_ACROSS_EXTENTS,
-                                  OVER_TO_END, SEGMENTS_TAKEN, STREAM_ON],
+                                  OVER_TO_END, SEGMENTS_TAKEN, STREAM_ON,
+                                  OVER_TO_EXTENT_END],
                          ids=["segments", "extents", "held", "overread", "first-segment",
                               "read-ahead-time", "look-ahead-read", "lru-place",
                               "past-look-ahead", "dropped-read-ahead",
                               "wait-across-extents", "over-to-end", "segments-taken",
-                              "stream-on"])
+                              "stream-on", "over-to-extent-end"])
 def test_oracle_beats_every_detector_on_former_counterexamples(case: dict) -> None:
     """Traces pinned as the oracle's counterexamples before: no detector or policy beats it
     on them now."""

@@ -1415,6 +1415,12 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     # on a fragmented layout, the read-ahead up to the first extent the head cannot stream
     # into (the rest read at a later miss, perhaps streaming on from another file's extent)
     cut = _first_jump(dr, fut, stamp, f, bsize, last + 1, far) if best1 == far > last else -1
+    # and reading over to the file's end cut the same way: up to the end of the extent
+    # before the first one it would position to (the rest read at the later miss, the head
+    # streaming on into it from the other file's extent)
+    cut_tail = _first_jump(dr, fut, stamp, f, bsize, far + 1, tail) if to_tail else -1
+    if cut_tail <= far:
+        cut_tail = -1
     # the blocks a drive segment holds apart (a hit), the rest in a read of its own: a
     # read is a hit only when a segment holds all of it
     held = _held(dr, f, bsize, start, best1)
@@ -1438,12 +1444,27 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1,
                        True)
     best_ahead = True
-    for way in range(11):
+    for step in range(13):
+        # ways 11 and 12 (over to an extent's end) are priced after the ways over to the
+        # file's end and before those that split the way chosen so far
+        way = step if step < 7 else (step + 4 if step < 9 else step - 2)
         e1 = far
         e2 = -1
         lo = last + 1
         hi = far
-        if way == 10:  # the first segment, then the rest
+        if way == 11 or way == 12:  # over to an extent's end, in one read or apart
+            if cut_tail < 0:
+                continue
+            if way == 11:
+                if over_lost(fut, stamp, f, bsize, eof, held_seg, start, far + 1, cut_tail):
+                    continue
+                e1 = cut_tail
+            else:
+                if over_lost(fut, stamp, f, bsize, eof, held_seg, last + 1, far + 1, cut_tail):
+                    continue
+                e1 = last
+                e2 = cut_tail
+        elif way == 10:  # the first segment, then the rest
             if not to_head:
                 continue
             e1 = head
@@ -1503,7 +1524,7 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
                 continue
             e1 = last
             e2 = tail
-        if way >= 9 or way == 7:
+        if way == 9 or way == 10 or way == 7:
             # these split the first read of the way chosen so far: the rest (its second
             # read too) in one read, its read-ahead kept
             e2 = max(best1, best2)
