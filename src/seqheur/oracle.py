@@ -40,7 +40,8 @@ trace order, it
    with a buffer cache no larger than a drive segment, filling the segment (the drive's
    cache keeps what the buffer cache cannot), the read's last block apart (room for the
    drive's read-ahead), the blocks a drive segment holds apart (a hit) and, on a fragmented
-   layout, the read-ahead cut before an extent another read may stream into and, with a
+   layout, the read-ahead (or the read over to a near file end) cut before an extent another
+   read may stream into and, with a
    buffer cache no larger than a drive segment, a read longer than a segment cut after its
    first (one read leaves only its last segment's bytes in the drive's cache); then the
    way chosen after a *wait*, when its first read lands in the segment the drive's
@@ -1371,7 +1372,8 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     * on a fragmented layout, the read-ahead cut before the first extent it would position
       to, when the extent lying just before that one on the disk holds blocks a READ priced
       demands (reading those, the head or the drive's read-ahead streams on into it; the
-      rest is read at a later miss).
+      rest is read at a later miss); and, when the file ends within ``gap_blocks``, the
+      read over to its end cut the same way, in one read or after the demand apart.
 
     Last, the way chosen after a wait (:func:`wait_hits`), when its first read lands in the
     segment the drive's read-ahead is filling, past where it got; the third value is the
