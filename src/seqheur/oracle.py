@@ -43,10 +43,10 @@ trace order, it
    layout, the read-ahead (or the read over to a near file end) cut before an extent another
    read may stream into and, with a buffer cache no larger than a drive segment, a read
    longer than a segment cut after its first (one read leaves only its last segment's bytes
-   in the drive's cache); then the way chosen after a *wait*, when its first read lands in the segment the drive's
-   read-ahead is filling, past where it got: re-reads of the last read (hits, during which
-   the drive reads ahead) until the read-ahead holds the read, a hit then too
-   (:func:`wait_hits`). The cheapest is issued: one disk read, or two back to back, after
+   in the drive's cache); then the way chosen after a *wait*, when its first read lands in
+   the segment the drive's read-ahead is filling, past where it got: re-reads of the last
+   read (hits, during which the drive reads ahead) until the read-ahead holds the read, a
+   hit then too (:func:`wait_hits`). The cheapest is issued: one disk read, or two back to back, after
    the wait's re-reads if any.
 
 *Before the cache would evict it*: the cache is an LRU of ``C`` blocks, so a block inserted
