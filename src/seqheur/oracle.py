@@ -46,8 +46,8 @@ trace order, it
    in the drive's cache); then the way chosen after a *wait*, when its first read lands in
    the segment the drive's read-ahead is filling, past where it got: re-reads of the last
    read (hits, during which the drive reads ahead) until the read-ahead holds the read, a
-   hit then too (:func:`wait_hits`). The cheapest is issued: one disk read, or two back to back, after
-   the wait's re-reads if any.
+   hit then too (:func:`wait_hits`). The cheapest is issued: one disk read, or two back to
+   back, after the wait's re-reads if any.
 
 *Before the cache would evict it*: the cache is an LRU of ``C`` blocks, so a block inserted
 now survives to its use iff fewer than ``C`` other distinct blocks are touched in between.
