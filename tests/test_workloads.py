@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from seqheur import workloads
@@ -122,10 +122,13 @@ def test_reads_orders_by_server_time():
     ["read", "write", "getattr", None]), st.booleans()), max_size=40),
        st.sampled_from(["plain", "dictionary", "dictionary, two chunks"]),
        st.sampled_from([("read",), ("read", "write")]))
+@example(rows=[(0, 0, "read", False)] * 40, op_kind="plain", ops=("read",))  # the longest list
 def test_reads_keeps_the_rows_of_its_ops_in_server_order(rows, op_kind, ops):
     """Against a plain reference: rows of ``ops`` with a file, offset and count, sorted by
     (time, source index) stably; ties, rows already in order and nulls included."""
-    t = workloads.paper(1, 0.25, reorder=0.0, seed=0).slice(0, len(rows))
+    base = workloads.paper(1, 0.5, reorder=0.0, seed=0)  # 64 rows: room for the longest list
+    assert base.num_rows >= 40
+    t = base.slice(0, len(rows))
     times = [r[0] for r in rows]
     src = [r[1] for r in rows]
     op = [r[2] for r in rows]
