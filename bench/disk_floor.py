@@ -105,8 +105,8 @@ def _draw(length: np.ndarray, tables: dict[int, np.ndarray]) -> np.ndarray:
     for s in np.unique(length):
         sel = length == s
         tab = tables.get(int(s))
-        if tab is None:  # a size the fitting run lacks: the nearest size it has
-            tab = tables[min(tables, key=lambda x: abs(x - int(s)))]
+        if tab is None:  # a size the fitting run lacks: the nearest size it has, by ratio
+            tab = tables[min(tables, key=lambda x: abs(np.log2(x / int(s))))]
         out[sel] = np.interp(u[sel], QUANTILES, tab)
     return out
 
