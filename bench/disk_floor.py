@@ -14,7 +14,8 @@ average, the CPU pressure (``/proc/pressure/cpu``, share of the time some task w
 CPU) and the disk's write traffic during the run (``/sys/block/DISK/stat``, DISK from
 ``--disk``). ``analyse`` prints per run: the floor with the top 0.01 / 0.1 / 1 % of
 quantiles left out, reads over 5 ms and their time clusters, the floor over consecutive
-windows of the two passes (windows of a long run are minutes apart), and, across runs, what
+windows of the two passes (windows of a long run are minutes apart) and pass 1's windows
+against later ones (other requests of the same mix), and, across runs, what
 a per-request-size empirical service-time distribution fitted on one run gives on another
 (``noise term, cross-run``): each read of size s drawn from the fitting run's size-s
 quantile table at a golden-ratio sequence point of its index, a deterministic stand-in for
@@ -143,6 +144,14 @@ def analyse(paths: list[str], profile: str | None, windows: int) -> None:
                   for i in range(0, k - windows + 1, windows)]
             print(f"  floor over {len(fl)} windows of {windows}: median {np.median(fl):.1f} %, "
                   f"{min(fl):.1f}-{max(fl):.1f} %, {sum(f <= 15 for f in fl)} at or below 15 %")
+            # other requests of the same mix: pass 1's windows against later ones of pass 1
+            wins = [a[i:i + windows] for i in range(0, a.size - windows + 1, windows)]
+            for lag in (1, 2, 4, 8):
+                if lag < len(wins):
+                    d = [_dem_pct(wins[i], wins[i + lag])[0] for i in range(len(wins) - lag)]
+                    print(f"  pass 1, window against the one {lag} later: median "
+                          f"{np.median(d):.1f} %, {min(d):.1f}-{max(d):.1f} %, "
+                          f"{sum(x <= 15 for x in d)} of {len(d)} at or below 15 %")
     if len(runs) < 2:
         return
     got, floors = [], []

@@ -78,6 +78,7 @@ def test_analyse_reports_floors_trims_windows_and_the_cross_run_noise_term(tmp_p
     assert floor > 100 and trimmed < 20
     assert "model vm-virtio:" in stalled
     assert out.count("floor over 4 windows of 1000") == 2
+    assert out.count("pass 1, window against the one 2 later") == 2
     assert out.count("noise term, cross-run: fitted on") == 2
     assert "noise term, cross-run, 2 pairs" in out
 
