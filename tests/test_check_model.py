@@ -101,6 +101,46 @@ def test_demerit_worked_example_and_refusals():
         demerit([1.0], [float("nan")])
 
 
+@settings(max_examples=50)
+@given(pairs, st.randoms(use_true_random=False))
+def test_tail_shares_are_ordered_fractions_blind_to_order(ab, rnd):
+    a, b = ab
+    t = check.tail(a, b)
+    assert 0.0 <= t["share_top_0.1_percent"] <= t["share_top_1_percent"] <= 1.0 + 1e-12
+    pa, pb = list(a), list(b)
+    rnd.shuffle(pa)
+    rnd.shuffle(pb)
+    assert check.tail(pa, pb) == t
+
+
+@given(st.lists(st.floats(0.0, 100.0, allow_subnormal=False), min_size=2, max_size=3000),
+       st.floats(0.5, 100.0))
+def test_tail_of_a_constant_shift_is_spread_evenly(x, c):
+    # every quantile is c apart: the top k of n quantiles hold k / n of the squared distance,
+    # and the rest's demerit is c
+    t = check.tail(x, [v + c for v in x])
+    n = len(x)
+    assert t["share_top_1_percent"] == pytest.approx(math.ceil(n * 0.01) / n, rel=1e-6)
+    assert t["share_top_0.1_percent"] == pytest.approx(math.ceil(n * 0.001) / n, rel=1e-6)
+    rest = sorted(x)[: n - math.ceil(n * 0.001)]
+    if np.mean(rest) > 0:
+        assert t["demerit_percent_below_top_0.1_percent"] == pytest.approx(
+            100 * c / np.mean(rest), rel=1e-6)
+
+
+def test_tail_worked_example():
+    # 1,000 equal reads against the same with one 100 ms stall: the stall is the whole demerit
+    base = [0.1] * 1000
+    stalled = [0.1] * 999 + [100.0]
+    assert demerit(base, stalled)["demerit_percent"] > 1000
+    t = check.tail(base, stalled)
+    assert t["share_top_1_percent"] == t["share_top_0.1_percent"] == 1.0
+    assert t["demerit_percent_below_top_0.1_percent"] == 0.0
+    assert check.tail(base, base)["share_top_1_percent"] == 0.0
+    with pytest.raises(ValueError, match="differ in size"):
+        check.tail([1.0], [1.0, 2.0])
+
+
 def test_meets_target():
     assert check.meets_target({"demerit_percent": 15.0, "total_time_ratio": 1.1})
     assert not check.meets_target({"demerit_percent": 15.1, "total_time_ratio": 1.0})
@@ -201,6 +241,7 @@ def test_check_model_on_a_file_is_read_only_and_complete(data_file, monkeypatch)
     assert sum(c["ops"] for c in r1["components"].values()) == 300
     assert sum(c["ops"] for c in r1["sizes"].values()) == 300
     assert r1["demerit"] >= 0 and r1["measured_mean_ms"] > 0 and r1["predicted_mean_ms"] > 0
+    assert 0 <= r1["tail"]["share_top_0.1_percent"] <= r1["tail"]["share_top_1_percent"] <= 1
     assert r1["device"]["kind"] == "file" and r1["device"]["size_bytes"] == 16 * MiB
     json.dumps(r1)  # JSON-ready as it is
 
@@ -233,6 +274,7 @@ def test_repeat_reports_the_noise_floor(data_file):
     nf = r["noise_floor"]
     assert 0 < nf["ops"] <= r["ops"] == 200 and nf["demerit"] >= 0
     assert nf["measured_mean_ms"] > 0 and nf["predicted_mean_ms"] > 0
+    assert 0 <= nf["tail"]["share_top_1_percent"] <= 1
     assert "noise_floor" not in check_model(data_file, "vm-virtio", ops=20, warmup_seconds=0)
 
 
@@ -267,6 +309,8 @@ def test_cli_check_model(data_file, tmp_path):
     assert r.exit_code == 0, r.output
     assert "demerit" in r.stdout and "\nall " in r.stdout and "target (" in r.stdout
     assert "\npass2/pass1 " in r.stdout
+    assert "tail (all): the top 1 % / 0.1 % of quantiles hold" in r.stdout
+    assert "tail (pass2/pass1)" in r.stdout
 
     r = runner.invoke(cli, ["bench", "check-model", str(data_file), "-p", "no-such-disk"])
     assert r.exit_code == 1

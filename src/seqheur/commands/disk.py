@@ -187,6 +187,15 @@ def _check_table(res: dict[str, Any]) -> str:
             f"{f['measured_p99_ms']:>7.3f}/{f['predicted_p99_ms']:<7.3f} "
             f"{f['demerit']:>8.3f} {num(f['demerit_percent'], '.1f'):>6s} "
             f"{num(f['total_time_ratio'], '.3f'):>6s}")
+    for name, f in (("all", res), ("pass2/pass1", res.get("noise_floor"))):
+        tl = f.get("tail") if f else None
+        if tl:
+            lines.append(f"tail ({name}): the top 1 % / 0.1 % of quantiles hold "
+                         f"{100 * tl['share_top_1_percent']:.0f} % / "
+                         f"{100 * tl['share_top_0.1_percent']:.0f} % of the squared distance; "
+                         f"below the top 0.1 %: demerit "
+                         f"{num(tl['demerit_percent_below_top_0.1_percent'], '.1f')} % of "
+                         f"the mean")
     rule = res["target_rule"]
     lo, hi = rule["total_time_ratio"]
     lines.append(f"target (demerit <= {rule['demerit_percent_max']:g} % of the mean, total "
