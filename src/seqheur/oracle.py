@@ -1207,6 +1207,28 @@ def over_lost(fut, stamp, f, bsize, eof, seg, first, over, tail):
     return kept > over and used_soon(fut, stamp, f, over, kept - 1)
 
 
+@njit(nogil=True, _nrt=False)
+def next_start(fut, stamp, f, far, tail):
+    """The block before the first block past ``far`` that the first of the ``HORIZON``
+    READs after READ ``stamp`` to demand one of file ``f``'s blocks past ``far`` demands,
+    when at most ``gap_blocks`` lie between (and it is at most ``tail``, the file's last
+    block, when known: ``tail >= 0``); -1: none, or no gap (that READ's block is
+    ``far + 1``)."""
+    n = fut.ref0.shape[0]
+    mask = (np.int64(1) << np.int64(C.KEY_SHIFT)) - 1
+    for r in range(stamp + 1, min(n, stamp + 1 + HORIZON)):
+        if fut.rfile[r] != f:
+            continue
+        e = fut.ref0[r + 1] if r + 1 < n else fut.ids.shape[0]
+        for x in range(fut.ref0[r], e):
+            b = fut.keys[fut.ids[x]] & mask
+            if b > far:
+                if b == far + 1 or b - far - 1 > fut.gap_blocks or (tail >= 0 and b > tail):
+                    return -1
+                return b - 1
+    return -1
+
+
 WAIT_MAX = 8  # re-reads a wait issues at most before one read (the engine's admit step
 # keeps room in the op buffer for 8 reads per READ beyond one per demand block)
 
@@ -1436,8 +1458,13 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     to_wait = dr.ip[I_NSEG] > 0 and dr.last[0] >= 0 and _in_filling(
         dr, dr.state, f, start * bsize, R.op_bytes(start, best1 - start + 1, bsize, eof),
         True) > 0
+    # with no drive cache, a read ends where the head stops and a read starting elsewhere
+    # positions: reading over the gap up to the block that the next READ of the file to
+    # demand past the read-ahead reads first lets that read stream on (with a drive cache,
+    # the drive's read-ahead reads the gap into a segment and makes that read a hit)
+    to_next = next_start(fut, stamp, f, far, tail) if dr.ip[I_NSEG] == 0 else -1
     if not (to_tail or to_fill or to_split or to_last or cut >= 0 or held >= 0 or to_head or (
-            far > last and best1 == far and within) or to_wait):
+            far > last and best1 == far and within) or to_wait or to_next >= 0):
         return best1, -1, 0  # one way only
     best2 = -1
     best_lo = last + 1
@@ -1445,15 +1472,20 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1,
                        True)
     best_ahead = True
-    for step in range(13):
-        # ways 11 and 12 (over to an extent's end) are priced after the ways over to the
-        # file's end and before those that split the way chosen so far
-        way = step if step < 7 else (step + 4 if step < 9 else step - 2)
+    for step in range(14):
+        # ways 11 and 12 (over to an extent's end) and 13 (over to the next READ's start)
+        # are priced after the ways over to the file's end and before those that split the
+        # way chosen so far
+        way = step if step < 7 else (step + 4 if step < 10 else step - 3)
         e1 = far
         e2 = -1
         lo = last + 1
         hi = far
-        if way == 11 or way == 12:  # over to an extent's end, in one read or apart
+        if way == 13:  # over the gap to the next READ's first block (no drive cache)
+            if to_next < 0:
+                continue
+            e1 = to_next
+        elif way == 11 or way == 12:  # over to an extent's end, in one read or apart
             if cut_tail < 0:
                 continue
             if way == 11:
