@@ -1141,13 +1141,13 @@ def used_soon(fut, stamp, f, lo, hi):
 
 
 @njit(nogil=True, _nrt=False)
-def _first_jump(dr, fut, stamp, f, bsize, lo, hi):
+def _first_jump(dr, fut, stamp, f, bsize, lo, hi, any_jump):
     """The block before the first of file ``f``'s blocks lo..hi that starts an extent not
-    lying right after the previous one on the disk (a read across it positions), when the
-    extent just before that one on the disk is another file's and holds blocks that one of
-    the ``HORIZON`` READs after READ ``stamp`` demands (reading those, the head or the
-    drive's read-ahead streams on into it); -1: none (a contiguous layout, extents smaller
-    than a block, or no such extent)."""
+    lying right after the previous one on the disk (a read across it positions), when
+    ``any_jump`` or the extent just before that one on the disk is another file's and holds
+    blocks that one of the ``HORIZON`` READs after READ ``stamp`` demands (reading those,
+    the head or the drive's read-ahead streams on into it); -1: none (a contiguous layout,
+    extents smaller than a block, or no such extent)."""
     eb = dr.extent_bytes
     if eb == NO_EXTENTS or eb < bsize:
         return -1
@@ -1157,6 +1157,8 @@ def _first_jump(dr, fut, stamp, f, bsize, lo, hi):
             k = off // eb
             if extent_address(f, k, dr.ext_first, dr.ext_base, eb) != extent_address(
                     f, k - 1, dr.ext_first, dr.ext_base, eb) + eb:
+                if any_jump:
+                    return b - 1
                 g = dr.ext_first[f] + k
                 if g >= dr.ext_first[f + 1] or dr.ext_prev[g] < 0:
                     return -1
@@ -1436,12 +1438,15 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
         dr.ip[I_NSEG] > 0 and (to_split if best1 == far > last and not near_end else
                                used_soon(fut, stamp, f, best1 + 1, best1 + seg // bsize))))
     # on a fragmented layout, the read-ahead up to the first extent the head cannot stream
-    # into (the rest read at a later miss, perhaps streaming on from another file's extent)
-    cut = _first_jump(dr, fut, stamp, f, bsize, last + 1, far) if best1 == far > last else -1
+    # into (the rest read at a later miss, perhaps streaming on from another file's extent,
+    # or after reads that leave the drive's segments holding other blocks: the look ahead
+    # prices which)
+    cut = _first_jump(dr, fut, stamp, f, bsize, last + 1, far,
+                      True) if best1 == far > last else -1
     # and reading over to the file's end cut the same way: up to the end of the extent
     # before the first one it would position to (the rest read at the later miss, the head
     # streaming on into it from the other file's extent)
-    cut_tail = _first_jump(dr, fut, stamp, f, bsize, far + 1, tail) if to_tail else -1
+    cut_tail = _first_jump(dr, fut, stamp, f, bsize, far + 1, tail, False) if to_tail else -1
     if cut_tail <= far:
         cut_tail = -1
     # the blocks a drive segment holds apart (a hit), the rest in a read of its own: a
