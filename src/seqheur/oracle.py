@@ -1438,11 +1438,12 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
         dr.ip[I_NSEG] > 0 and (to_split if best1 == far > last and not near_end else
                                used_soon(fut, stamp, f, best1 + 1, best1 + seg // bsize))))
     # on a fragmented layout, the read-ahead up to the first extent the head cannot stream
-    # into (the rest read at a later miss, perhaps streaming on from another file's extent,
-    # or after reads that leave the drive's segments holding other blocks: the look ahead
-    # prices which)
-    cut = _first_jump(dr, fut, stamp, f, bsize, last + 1, far,
-                      True) if best1 == far > last else -1
+    # into (the rest read at a later miss, perhaps streaming on from another file's
+    # extent); with a buffer cache no larger than a drive segment at any such extent (the
+    # rest read at a later miss moves the drive's read-ahead elsewhere, and which segments
+    # then keep what the buffer cache cannot, the look ahead prices)
+    cut = _first_jump(dr, fut, stamp, f, bsize, last + 1, far, dr.ip[I_NSEG] > 0 and
+                      fut.cache_blocks * bsize <= seg) if best1 == far > last else -1
     # and reading over to the file's end cut the same way: up to the end of the extent
     # before the first one it would position to (the rest read at the later miss, the head
     # streaming on into it from the other file's extent)
