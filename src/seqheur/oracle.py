@@ -41,9 +41,12 @@ trace order, it
    cache keeps what the buffer cache cannot), the read's last block apart (room for the
    drive's read-ahead), the blocks a drive segment holds apart (a hit) and, on a fragmented
    layout, the read-ahead (or the read over to a near file end) cut before an extent another
-   read may stream into and, with a buffer cache no larger than a drive segment, a read
-   longer than a segment cut after its first (one read leaves only its last segment's bytes
-   in the drive's cache); then the way chosen after a *wait*, when its first read lands in
+   read may stream into (with a buffer cache no larger than a drive segment, the read-ahead
+   cut before any extent it would position to) and, with a buffer cache no larger than a
+   drive segment, a read longer than a segment cut after its first (one read leaves only
+   its last segment's bytes in the drive's cache); without a drive cache, the read over
+   the gap to the first block the next READ of the file to read past it reads (that read
+   then streams on where it would position); then the way chosen after a *wait*, when its first read lands in
    the segment the drive's read-ahead is filling, past where it got: re-reads of the last
    read (hits, during which the drive reads ahead) until the read-ahead holds the read, a
    hit then too (:func:`wait_hits`). The cheapest is issued: one disk read, or two back to
@@ -1395,8 +1398,16 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     * on a fragmented layout, the read-ahead cut before the first extent it would position
       to, when the extent lying just before that one on the disk holds blocks a READ priced
       demands (reading those, the head or the drive's read-ahead streams on into it; the
-      rest is read at a later miss); and, when the file ends within ``gap_blocks``, the
-      read over to its end cut the same way, in one read or after the demand apart.
+      rest is read at a later miss), or, with a buffer cache no larger than one of the
+      drive's segments, whatever lies before it (the later miss moves the drive's
+      read-ahead, and so which segments keep what the buffer cache cannot); and, when the
+      file ends within ``gap_blocks``, the read over to its end cut the same way (the first
+      condition only), in one read or after the demand apart;
+    * without a drive cache, reading over the gap up to the block before the first block
+      past the read-ahead that the next READ of the file to read past it demands, when the
+      gap is at most ``gap_blocks`` (:func:`next_start`): the head stops where a read ends,
+      so that READ's read streams on where it would position (with a drive cache, the
+      drive's read-ahead reads the gap into a segment and makes it a hit).
 
     Last, the way chosen after a wait (:func:`wait_hits`), when its first read lands in the
     segment the drive's read-ahead is filling, past where it got; the third value is the
