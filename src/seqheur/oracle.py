@@ -1217,14 +1217,17 @@ def next_start(fut, stamp, f, far, tail):
     """The block before the first block past ``far`` that the first of the ``HORIZON``
     READs after READ ``stamp`` to demand one of file ``f``'s blocks past ``far`` demands,
     when at most ``gap_blocks`` lie between (and it is at most ``tail``, the file's last
-    block, when known: ``tail >= 0``); -1: none, or no gap (that READ's block is
+    block, when known: ``tail >= 0``) and no READ of another file demands a block before
+    it (its read would move the head); -1: none, or no gap (that READ's block is
     ``far + 1``)."""
     n = fut.ref0.shape[0]
     mask = (np.int64(1) << np.int64(C.KEY_SHIFT)) - 1
     for r in range(stamp + 1, min(n, stamp + 1 + HORIZON)):
-        if fut.rfile[r] != f:
-            continue
         e = fut.ref0[r + 1] if r + 1 < n else fut.ids.shape[0]
+        if e == fut.ref0[r]:
+            continue  # no block demanded
+        if fut.rfile[r] != f:
+            return -1
         for x in range(fut.ref0[r], e):
             b = fut.keys[fut.ids[x]] & mask
             if b > far:
