@@ -1408,7 +1408,8 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
       condition only), in one read or after the demand apart;
     * without a drive cache, reading over the gap up to the block before the first block
       past the read-ahead that the next READ of the file to read past it demands, when the
-      gap is at most ``gap_blocks`` (:func:`next_start`): the head stops where a read ends,
+      gap is at most ``gap_blocks`` and no READ of another file demands a block before that
+      one (:func:`next_start`): the head stops where a read ends,
       so that READ's read streams on where it would position (with a drive cache, the
       drive's read-ahead reads the gap into a segment and makes it a hit).
 
