@@ -189,6 +189,7 @@ class Drive(NamedTuple):
     last: np.ndarray  # int64[3]: the last read issued (file, offset, bytes; file -1: none),
     # which the waits re-read (:func:`wait_hits`)
     ranks: np.ndarray  # int64[RANK_MAX]: price_after's LRU places of resident blocks
+    ways: np.ndarray  # int64[WAYS_MAX, 6]: choose_reads' ways to price (:func:`_add_way`)
 
 
 def drive_of(model: Any, place: Any) -> Drive:
@@ -199,14 +200,16 @@ def drive_of(model: Any, place: Any) -> Drive:
         return Drive(0, z, z.copy(), z.copy(), z, z, 1, z, f, f, f, z, f, z.copy(), z.copy(),
                      z.copy(), np.zeros(0, np.float64), f.copy(), np.zeros(1, np.uint8),
                      np.zeros((2 * HORIZON, 4), np.int64), z.copy(), z.copy(),
-                     np.full(3, -1, np.int64), np.zeros(RANK_MAX, np.int64))
+                     np.full(3, -1, np.int64), np.zeros(RANK_MAX, np.int64),
+                     np.zeros((WAYS_MAX, 6), np.int64))
     st = model.new_state()
     return Drive(1, st, st.copy(), st.copy(), place.ext_first, place.ext_base,
                  int(place.extent_bytes), *model.kernel_args(), np.zeros(1, np.int64),
                  np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(0, np.float64),
                  np.zeros(1, np.float64), np.zeros(1, np.uint8),
                  np.zeros((2 * HORIZON, 4), np.int64),
-                 *_neighbours(place), np.full(3, -1, np.int64), np.zeros(RANK_MAX, np.int64))
+                 *_neighbours(place), np.full(3, -1, np.int64), np.zeros(RANK_MAX, np.int64),
+                 np.zeros((WAYS_MAX, 6), np.int64))
 
 
 def _neighbours(place: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -1360,6 +1363,27 @@ def price_waited(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi, 
     return s + price_later(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead), n
 
 
+WAYS_MAX = 16  # choose_reads' ways other than the first choice (14), with room
+WAY_FIXED = 0  # a way whose reads are known before any is priced
+WAY_DEMAND = 1  # the demand alone: priced unless the way chosen so far already reads it so
+WAY_SPLIT = 2  # splits the way chosen so far: the rest of it (its second read too) in one read
+SPLIT_LAST = -2  # a split way's first read ends at the block before the chosen way's last
+
+
+@njit(nogil=True, _nrt=False, inline="always")
+def _add_way(ways, m, kind, end1, end2, lo, hi, ahead):
+    """Row ``m`` of the table of ways (:func:`choose_reads`): its kind, the first read's last
+    block, the second's (-1: none), the read-ahead lo..hi it keeps and whether the look
+    ahead is priced also reading ahead; returns the next row."""
+    ways[m, 0] = kind
+    ways[m, 1] = end1
+    ways[m, 2] = end2
+    ways[m, 3] = lo
+    ways[m, 4] = hi
+    ways[m, 5] = ahead
+    return m + 1
+
+
 @njit(nogil=True, _nrt=False)
 def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, latest):
     """How to read blocks start..last of file ``f`` (a READ's misses) with the read-ahead
@@ -1487,106 +1511,76 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     if not (to_tail or to_fill or to_split or to_last or cut >= 0 or held >= 0 or to_head or (
             far > last and best1 == far and within) or to_wait or to_next >= 0):
         return best1, -1, 0  # one way only
+    # the table of ways, in the order they are priced (ties keep the earlier): each a
+    # first read's end and a second's, the read-ahead it keeps; a way that reads over to a
+    # file's or an extent's end only when it reads over no block lost to both caches
+    # (:func:`over_lost`: blocks from ``over`` on, the read from its first block)
+    ways = dr.ways
+    over = far + 1
+    m = 0
+    if to_split:  # the read-ahead apart
+        m = _add_way(ways, m, WAY_FIXED, last, far, last + 1, far, 1)
+    if to_tail:  # over to the file's end, in one read, or apart after the read-ahead
+        if not over_lost(fut, stamp, f, bsize, eof, held_seg, start, over, tail):
+            m = _add_way(ways, m, WAY_FIXED, tail, -1, last + 1, far, 1)
+        if not over_lost(fut, stamp, f, bsize, eof, held_seg, over, over, tail):
+            m = _add_way(ways, m, WAY_FIXED, far, tail, last + 1, far, 1)
+    # the demand, then the read-ahead and the file's end in a read of their own
+    if far != last and to_tail and not over_lost(fut, stamp, f, bsize, eof, held_seg,
+                                                 last + 1, over, tail):
+        m = _add_way(ways, m, WAY_FIXED, last, tail, last + 1, far, 1)
+    # the demand alone, when the READs priced use all the read-ahead (also after the
+    # read-ahead apart was chosen, where the look ahead reads ahead as the oracle would: a
+    # later miss of the file may read the READ's earlier blocks and the read-ahead in one
+    # stream)
+    if far != last and within:
+        m = _add_way(ways, m, WAY_DEMAND, last, -1, far + 1, far, 1)
+    # over to fill the segment, in one read or apart: it reads over blocks the look ahead's
+    # own read-ahead would read again, so it is priced only as the READs are (with it, it won
+    # where it lost on the disk)
+    if to_fill:
+        m = _add_way(ways, m, WAY_FIXED, fill, -1, last + 1, far, 0)
+        m = _add_way(ways, m, WAY_FIXED, last, fill, last + 1, far, 0)
+    if cut_tail >= 0:  # over to an extent's end, in one read or after the demand apart
+        if not over_lost(fut, stamp, f, bsize, eof, held_seg, start, over, cut_tail):
+            m = _add_way(ways, m, WAY_FIXED, cut_tail, -1, last + 1, far, 1)
+        if not over_lost(fut, stamp, f, bsize, eof, held_seg, last + 1, over, cut_tail):
+            m = _add_way(ways, m, WAY_FIXED, last, cut_tail, last + 1, far, 1)
+    if to_next >= 0:  # over the gap to the next READ's first block (no drive cache)
+        m = _add_way(ways, m, WAY_FIXED, to_next, -1, last + 1, far, 1)
+    # the ways that split the first read of the way chosen so far (its last block apart;
+    # what a drive segment holds, then the rest; its first segment, then the rest), and
+    # between the first two, the read-ahead up to the first extent it jumps to
+    if to_last:
+        m = _add_way(ways, m, WAY_SPLIT, SPLIT_LAST, -1, 0, 0, 1)
+    if cut >= 0:
+        m = _add_way(ways, m, WAY_FIXED, cut, -1, last + 1, cut, 1)
+    if held >= 0:
+        m = _add_way(ways, m, WAY_SPLIT, held, -1, 0, 0, 1)
+    if to_head:
+        m = _add_way(ways, m, WAY_SPLIT, head, -1, 0, 0, 1)
     best2 = -1
     best_lo = last + 1
     best_hi = best1
     best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1,
                        True)
     best_ahead = True
-    for step in range(14):
-        # ways 11 and 12 (over to an extent's end) and 13 (over to the next READ's start)
-        # are priced after the ways over to the file's end and before those that split the
-        # way chosen so far
-        way = step if step < 7 else (step + 4 if step < 10 else step - 3)
-        e1 = far
-        e2 = -1
-        lo = last + 1
-        hi = far
-        if way == 13:  # over the gap to the next READ's first block (no drive cache)
-            if to_next < 0:
-                continue
-            e1 = to_next
-        elif way == 11 or way == 12:  # over to an extent's end, in one read or apart
-            if cut_tail < 0:
-                continue
-            if way == 11:
-                if over_lost(fut, stamp, f, bsize, eof, held_seg, start, far + 1, cut_tail):
-                    continue
-                e1 = cut_tail
-            else:
-                if over_lost(fut, stamp, f, bsize, eof, held_seg, last + 1, far + 1, cut_tail):
-                    continue
-                e1 = last
-                e2 = cut_tail
-        elif way == 10:  # the first segment, then the rest
-            if not to_head:
-                continue
-            e1 = head
-            e2 = best1
-        elif way == 9:  # what a drive segment holds, then the rest
-            if held < 0:
-                continue
-            e1 = held
-            e2 = best1
-        elif way == 8:  # the read-ahead up to the first extent it jumps to
-            if cut < 0:
-                continue
-            e1 = cut
-            hi = cut
-        elif way == 7:  # the last block apart
-            if not to_last:
-                continue
-            e1 = best1 - 1
-            e2 = best1
-        elif way == 5 or way == 6:  # over to fill the segment, in one read or apart
-            if not to_fill:
-                continue
-            if way == 5:
-                e1 = fill
-            else:
-                e1 = last
-                e2 = fill
-        elif way == 4:  # the demand alone, when the READs priced use all the read-ahead
-            # (also after the read-ahead apart was chosen, where the look ahead reads ahead
-            # as the oracle would: a later miss of the file may read the READ's earlier
-            # blocks and the read-ahead in one stream)
-            if far == last or (best1 == last and (best2 < 0 or fut.cache_blocks > AHEAD_MAX)) \
-                    or not within:
-                continue
-            e1 = last
-            lo = far + 1
-        elif way == 0:  # the read-ahead apart
-            if not to_split:
-                continue
-            e1 = last
-            e2 = far
-        elif way == 1 or way == 2:  # over to the file's end, in one read or apart
-            if not to_tail:
-                continue
-            if way == 1:
-                if over_lost(fut, stamp, f, bsize, eof, held_seg, start, far + 1, tail):
-                    continue
-                e1 = tail
-            else:
-                if over_lost(fut, stamp, f, bsize, eof, held_seg, far + 1, far + 1, tail):
-                    continue
-                e2 = tail
-        else:  # the demand, then the read-ahead and the file's end in a read of their own
-            if far == last or not to_tail:
-                continue
-            if over_lost(fut, stamp, f, bsize, eof, held_seg, last + 1, far + 1, tail):
-                continue
-            e1 = last
-            e2 = tail
-        if way == 9 or way == 10 or way == 7:
-            # these split the first read of the way chosen so far: the rest (its second
-            # read too) in one read, its read-ahead kept
+    for i in range(m):
+        kind = ways[i, 0]
+        e1 = ways[i, 1]
+        e2 = ways[i, 2]
+        lo = ways[i, 3]
+        hi = ways[i, 4]
+        ahead = ways[i, 5] != 0
+        if kind == WAY_DEMAND and best1 == last and (best2 < 0 or
+                                                     fut.cache_blocks > AHEAD_MAX):
+            continue  # the way chosen reads the demand alone already
+        if kind == WAY_SPLIT:
+            if e1 == SPLIT_LAST:
+                e1 = best1 - 1
             e2 = max(best1, best2)
             lo = best_lo
             hi = best_hi
-        # the segment fill reads over blocks the look ahead's own read-ahead would read
-        # again: priced only as the READs are (with it, it won where it lost on the disk)
-        ahead = way != 5 and way != 6
         s = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, e1, e2, lo, hi, ahead)
         if s < best:
             best = s
