@@ -345,6 +345,42 @@ OVER_TO_EXTENT_END = dict(s=ReadStream.from_arrays([0, 1, 2, 2, 0], [0, 0, 0, 32
                           profile="ide-7200:extent=64KiB,seed=3", cache_blocks=3,
                           extra=[0, 0, 0, 0])
 
+# Seed 67's trace 207 at 300 traces: four files on ide-7200 without its drive cache, 8 KiB
+# blocks, a 2-block cache, where `freebsd4` with policy `fixed:4` beat the oracle by 7.8%
+# (33.851 ms against 36.496 ms). A READ asks for the second file's blocks 0 to 3, the next
+# for its blocks 7 to 11; the cache cannot keep them, so the oracle read 0 to 3 (0.955 ms)
+# and positioned for 7 to 11 (5.166 ms), where `freebsd4` read 4 to 7 and 8 to 11 streaming
+# on (0.955 and 0.802 ms): without a drive cache a read that does not start where the head
+# stopped positions (4.2 ms here, for a 3-block gap), and no drive read-ahead fills the gap.
+# The oracle now prices reading over the gap, up to the block the next READ of the file
+# reads first (blocks 0 to 6, then 7 to 11 streaming on: 32.787 ms).
+OVER_THE_GAP = dict(s=ReadStream.from_arrays([0, 1, 1, 1, 2, 2, 3, 0, 3],
+                                             [0, 0, 0, 57856, 0, 100000, 0, 0, 0],
+                                             [4096, 0, 32768, 32768, 100000, 0, 0, 32768,
+                                              8192]),
+                    profile="ide-7200:drive_cache=false", cache_blocks=2, extra=[0, 0, 0, 100])
+
+# Seed 67's trace 294 at 300 traces: four files on the fragmented layout (64 KiB extents),
+# 8 KiB blocks, a 16-block cache, where `freebsd4` with policy `fixed:4` beat the oracle by
+# 8.8% (37.303 ms against 40.568 ms). The oracle read the second file's 13 blocks (two
+# extents) whole at its READ of blocks 0 to 3, so it read nothing at the READ asking for
+# them all; the drive's read-ahead after its read of the fourth file's first blocks (the
+# extent at the disk's start) was still running when a READ's read of the first file
+# reached its block 16 (the extent right after the second file's first one, within that
+# read-ahead), so the read streamed on there and the segment slid past the fourth file's
+# block 0, which the last READ then positioned for (4.992 ms; `freebsd4`, whose read of the
+# second file's second extent had moved the drive's read-ahead, found it in a segment,
+# 0.423 ms). The oracle now prices its read-ahead cut at the first extent it would position
+# to whatever lies before that extent (the second file's blocks 0 to 7, the rest at the
+# later READ: 37.079 ms).
+CUT_AT_EXTENT = dict(s=ReadStream.from_arrays([0, 1, 1, 2, 3, 3, 0, 1, 3, 0, 3, 2],
+                                              [0, 0, 0, 0, 0, 4096, 8192, 0, 8192, 33280, 0,
+                                               0],
+                                              [8192, 0, 32768, 0, 4096, 4096, 0, 100000,
+                                               8192, 100000, 4096, 0]),
+                     profile="ide-7200:extent=64KiB,seed=3", cache_blocks=16,
+                     extra=[8193, 8193, 100, 100])
+
 # Counterexamples pinned or found since, which the oracle now wins: four files on scsi-10k,
 # 8 KiB blocks, an 8-block cache, where policy `none` beat it by 2.0% (pinned). The oracle
 # read a file's blocks 3 to 24 in one read, longer than a drive segment, so the drive read
@@ -512,12 +548,13 @@ OVERREAD = dict(s=ReadStream.from_arrays(
                                   READ_AHEAD_TIME, LOOK_AHEAD_READ, LRU_PLACE,
                                   PAST_LOOK_AHEAD, DROPPED_READ_AHEAD, WAIT_ACROSS_EXTENTS,
                                   OVER_TO_END, SEGMENTS_TAKEN, STREAM_ON,
-                                  OVER_TO_EXTENT_END],
+                                  OVER_TO_EXTENT_END, OVER_THE_GAP, CUT_AT_EXTENT],
                          ids=["segments", "extents", "held", "overread", "first-segment",
                               "read-ahead-time", "look-ahead-read", "lru-place",
                               "past-look-ahead", "dropped-read-ahead",
                               "wait-across-extents", "over-to-end", "segments-taken",
-                              "stream-on", "over-to-extent-end"])
+                              "stream-on", "over-to-extent-end", "over-the-gap",
+                              "cut-at-extent"])
 def test_oracle_beats_every_detector_on_former_counterexamples(case: dict) -> None:
     """Traces pinned as the oracle's counterexamples before: no detector or policy beats it
     on them now."""
@@ -627,6 +664,21 @@ def test_oracle_on_a_sequential_reader_no_worse_than_always(n: int, count: int, 
                               profile=profile, file_sizes=sizes, per_request=False)
         assert best <= float(disk["disk_seconds"]) * (1 + 1e-9) + 1e-12, (window, best, disk)
 
+
+def test_oracle_reads_over_a_gap_without_a_drive_cache() -> None:
+    """Seed 67's trace 207 (``OVER_THE_GAP``) cut to its loss: one file, a READ of blocks 0
+    to 3 and one of blocks 7 to 11, a 2-block cache, no drive cache. Reading 4 to 7 and 8 to
+    11 streaming on (`freebsd4`, `fixed:4`: 15.812 ms) beat reading 0 to 3 and positioning
+    for 7 to 11 (19.221 ms); the oracle reads over the gap (0 to 6, then 7 to 11 streaming
+    on: 15.512 ms)."""
+    s = ReadStream.from_arrays([0, 0], [0, 57856], [32768, 32768])
+    sizes = observed_file_sizes(s)
+    profile = "ide-7200:drive_cache=false"
+    best = bound(s, cache=2 * K8, profile=profile, block_size=K8, file_sizes=sizes,
+                 references=False)["oracle_disk_seconds"]
+    disk = seqheur.replay(s, "freebsd4", "ideal", "fixed:4", cache=2 * K8, profile=profile,
+                          file_sizes=sizes, per_request=False)["disk_seconds"]
+    assert best <= float(disk) * (1 + 1e-9) + 1e-12, (best, disk)
 
 def test_bound_options_oracle_references_and_timing() -> None:
     s = ReadStream.from_arrays([0] * 8 + [1] * 8, list(range(0, 8 * K8, K8)) * 2, [K8] * 16)

@@ -41,9 +41,12 @@ trace order, it
    cache keeps what the buffer cache cannot), the read's last block apart (room for the
    drive's read-ahead), the blocks a drive segment holds apart (a hit) and, on a fragmented
    layout, the read-ahead (or the read over to a near file end) cut before an extent another
-   read may stream into and, with a buffer cache no larger than a drive segment, a read
-   longer than a segment cut after its first (one read leaves only its last segment's bytes
-   in the drive's cache); then the way chosen after a *wait*, when its first read lands in
+   read may stream into (with a buffer cache no larger than a drive segment, the read-ahead
+   cut before any extent it would position to) and, with a buffer cache no larger than a
+   drive segment, a read longer than a segment cut after its first (one read leaves only
+   its last segment's bytes in the drive's cache); without a drive cache, the read over
+   the gap to the first block the next READ of the file to read past it reads (that read
+   then streams on where it would position); then the way chosen after a *wait*, when its first read lands in
    the segment the drive's read-ahead is filling, past where it got: re-reads of the last
    read (hits, during which the drive reads ahead) until the read-ahead holds the read, a
    hit then too (:func:`wait_hits`). The cheapest is issued: one disk read, or two back to
@@ -186,6 +189,7 @@ class Drive(NamedTuple):
     last: np.ndarray  # int64[3]: the last read issued (file, offset, bytes; file -1: none),
     # which the waits re-read (:func:`wait_hits`)
     ranks: np.ndarray  # int64[RANK_MAX]: price_after's LRU places of resident blocks
+    ways: np.ndarray  # int64[WAYS_MAX, 6]: choose_reads' ways to price (:func:`_add_way`)
 
 
 def drive_of(model: Any, place: Any) -> Drive:
@@ -196,14 +200,16 @@ def drive_of(model: Any, place: Any) -> Drive:
         return Drive(0, z, z.copy(), z.copy(), z, z, 1, z, f, f, f, z, f, z.copy(), z.copy(),
                      z.copy(), np.zeros(0, np.float64), f.copy(), np.zeros(1, np.uint8),
                      np.zeros((2 * HORIZON, 4), np.int64), z.copy(), z.copy(),
-                     np.full(3, -1, np.int64), np.zeros(RANK_MAX, np.int64))
+                     np.full(3, -1, np.int64), np.zeros(RANK_MAX, np.int64),
+                     np.zeros((WAYS_MAX, 6), np.int64))
     st = model.new_state()
     return Drive(1, st, st.copy(), st.copy(), place.ext_first, place.ext_base,
                  int(place.extent_bytes), *model.kernel_args(), np.zeros(1, np.int64),
                  np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(0, np.float64),
                  np.zeros(1, np.float64), np.zeros(1, np.uint8),
                  np.zeros((2 * HORIZON, 4), np.int64),
-                 *_neighbours(place), np.full(3, -1, np.int64), np.zeros(RANK_MAX, np.int64))
+                 *_neighbours(place), np.full(3, -1, np.int64), np.zeros(RANK_MAX, np.int64),
+                 np.zeros((WAYS_MAX, 6), np.int64))
 
 
 def _neighbours(place: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -1141,13 +1147,13 @@ def used_soon(fut, stamp, f, lo, hi):
 
 
 @njit(nogil=True, _nrt=False)
-def _first_jump(dr, fut, stamp, f, bsize, lo, hi):
+def _first_jump(dr, fut, stamp, f, bsize, lo, hi, any_jump):
     """The block before the first of file ``f``'s blocks lo..hi that starts an extent not
-    lying right after the previous one on the disk (a read across it positions), when the
-    extent just before that one on the disk is another file's and holds blocks that one of
-    the ``HORIZON`` READs after READ ``stamp`` demands (reading those, the head or the
-    drive's read-ahead streams on into it); -1: none (a contiguous layout, extents smaller
-    than a block, or no such extent)."""
+    lying right after the previous one on the disk (a read across it positions), when
+    ``any_jump`` or the extent just before that one on the disk is another file's and holds
+    blocks that one of the ``HORIZON`` READs after READ ``stamp`` demands (reading those,
+    the head or the drive's read-ahead streams on into it); -1: none (a contiguous layout,
+    extents smaller than a block, or no such extent)."""
     eb = dr.extent_bytes
     if eb == NO_EXTENTS or eb < bsize:
         return -1
@@ -1157,6 +1163,8 @@ def _first_jump(dr, fut, stamp, f, bsize, lo, hi):
             k = off // eb
             if extent_address(f, k, dr.ext_first, dr.ext_base, eb) != extent_address(
                     f, k - 1, dr.ext_first, dr.ext_base, eb) + eb:
+                if any_jump:
+                    return b - 1
                 g = dr.ext_first[f] + k
                 if g >= dr.ext_first[f + 1] or dr.ext_prev[g] < 0:
                     return -1
@@ -1205,6 +1213,31 @@ def over_lost(fut, stamp, f, bsize, eof, seg, first, over, tail):
         return False
     kept = (first * bsize + ln - seg + bsize - 1) // bsize  # the first block the drive keeps
     return kept > over and used_soon(fut, stamp, f, over, kept - 1)
+
+
+@njit(nogil=True, _nrt=False)
+def next_start(fut, stamp, f, far, tail):
+    """The block before the first block past ``far`` that the first of the ``HORIZON``
+    READs after READ ``stamp`` to demand one of file ``f``'s blocks past ``far`` demands,
+    when at most ``gap_blocks`` lie between (and it is at most ``tail``, the file's last
+    block, when known: ``tail >= 0``) and no READ of another file demands a block before
+    it (its read would move the head); -1: none, or no gap (that READ's block is
+    ``far + 1``)."""
+    n = fut.ref0.shape[0]
+    mask = (np.int64(1) << np.int64(C.KEY_SHIFT)) - 1
+    for r in range(stamp + 1, min(n, stamp + 1 + HORIZON)):
+        e = fut.ref0[r + 1] if r + 1 < n else fut.ids.shape[0]
+        if e == fut.ref0[r]:
+            continue  # no block demanded
+        if fut.rfile[r] != f:
+            return -1
+        for x in range(fut.ref0[r], e):
+            b = fut.keys[fut.ids[x]] & mask
+            if b > far:
+                if b == far + 1 or b - far - 1 > fut.gap_blocks or (tail >= 0 and b > tail):
+                    return -1
+                return b - 1
+    return -1
 
 
 WAIT_MAX = 8  # re-reads a wait issues at most before one read (the engine's admit step
@@ -1330,6 +1363,27 @@ def price_waited(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi, 
     return s + price_later(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead), n
 
 
+WAYS_MAX = 16  # choose_reads' ways other than the first choice (14), with room
+WAY_FIXED = 0  # a way whose reads are known before any is priced
+WAY_DEMAND = 1  # the demand alone: priced unless the way chosen so far already reads it so
+WAY_SPLIT = 2  # splits the way chosen so far: the rest of it (its second read too) in one read
+SPLIT_LAST = -2  # a split way's first read ends at the block before the chosen way's last
+
+
+@njit(nogil=True, _nrt=False, inline="always")
+def _add_way(ways, m, kind, end1, end2, lo, hi, ahead):
+    """Row ``m`` of the table of ways (:func:`choose_reads`): its kind, the first read's last
+    block, the second's (-1: none), the read-ahead lo..hi it keeps and whether the look
+    ahead is priced also reading ahead; returns the next row."""
+    ways[m, 0] = kind
+    ways[m, 1] = end1
+    ways[m, 2] = end2
+    ways[m, 3] = lo
+    ways[m, 4] = hi
+    ways[m, 5] = ahead
+    return m + 1
+
+
 @njit(nogil=True, _nrt=False)
 def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, latest):
     """How to read blocks start..last of file ``f`` (a READ's misses) with the read-ahead
@@ -1371,8 +1425,17 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     * on a fragmented layout, the read-ahead cut before the first extent it would position
       to, when the extent lying just before that one on the disk holds blocks a READ priced
       demands (reading those, the head or the drive's read-ahead streams on into it; the
-      rest is read at a later miss); and, when the file ends within ``gap_blocks``, the
-      read over to its end cut the same way, in one read or after the demand apart.
+      rest is read at a later miss), or, with a buffer cache no larger than one of the
+      drive's segments, whatever lies before it (the later miss moves the drive's
+      read-ahead, and so which segments keep what the buffer cache cannot); and, when the
+      file ends within ``gap_blocks``, the read over to its end cut the same way (the first
+      condition only), in one read or after the demand apart;
+    * without a drive cache, reading over the gap up to the block before the first block
+      past the read-ahead that the next READ of the file to read past it demands, when the
+      gap is at most ``gap_blocks`` and no READ of another file demands a block before that
+      one (:func:`next_start`): the head stops where a read ends,
+      so that READ's read streams on where it would position (with a drive cache, the
+      drive's read-ahead reads the gap into a segment and makes it a hit).
 
     Last, the way chosen after a wait (:func:`wait_hits`), when its first read lands in the
     segment the drive's read-ahead is filling, past where it got; the third value is the
@@ -1414,12 +1477,16 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
         dr.ip[I_NSEG] > 0 and (to_split if best1 == far > last and not near_end else
                                used_soon(fut, stamp, f, best1 + 1, best1 + seg // bsize))))
     # on a fragmented layout, the read-ahead up to the first extent the head cannot stream
-    # into (the rest read at a later miss, perhaps streaming on from another file's extent)
-    cut = _first_jump(dr, fut, stamp, f, bsize, last + 1, far) if best1 == far > last else -1
+    # into (the rest read at a later miss, perhaps streaming on from another file's
+    # extent); with a buffer cache no larger than a drive segment at any such extent (the
+    # rest read at a later miss moves the drive's read-ahead elsewhere, and which segments
+    # then keep what the buffer cache cannot, the look ahead prices)
+    cut = _first_jump(dr, fut, stamp, f, bsize, last + 1, far, dr.ip[I_NSEG] > 0 and
+                      fut.cache_blocks * bsize <= seg) if best1 == far > last else -1
     # and reading over to the file's end cut the same way: up to the end of the extent
     # before the first one it would position to (the rest read at the later miss, the head
     # streaming on into it from the other file's extent)
-    cut_tail = _first_jump(dr, fut, stamp, f, bsize, far + 1, tail) if to_tail else -1
+    cut_tail = _first_jump(dr, fut, stamp, f, bsize, far + 1, tail, False) if to_tail else -1
     if cut_tail <= far:
         cut_tail = -1
     # the blocks a drive segment holds apart (a hit), the rest in a read of its own: a
@@ -1436,104 +1503,84 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     to_wait = dr.ip[I_NSEG] > 0 and dr.last[0] >= 0 and _in_filling(
         dr, dr.state, f, start * bsize, R.op_bytes(start, best1 - start + 1, bsize, eof),
         True) > 0
+    # with no drive cache, a read ends where the head stops and a read starting elsewhere
+    # positions: reading over the gap up to the block that the next READ of the file to
+    # demand past the read-ahead reads first lets that read stream on (with a drive cache,
+    # the drive's read-ahead reads the gap into a segment and makes that read a hit)
+    to_next = next_start(fut, stamp, f, far, tail) if dr.ip[I_NSEG] == 0 else -1
     if not (to_tail or to_fill or to_split or to_last or cut >= 0 or held >= 0 or to_head or (
-            far > last and best1 == far and within) or to_wait):
+            far > last and best1 == far and within) or to_wait or to_next >= 0):
         return best1, -1, 0  # one way only
+    # the table of ways, in the order they are priced (ties keep the earlier): each a
+    # first read's end and a second's, the read-ahead it keeps; a way that reads over to a
+    # file's or an extent's end only when it reads over no block lost to both caches
+    # (:func:`over_lost`: blocks from ``over`` on, the read from its first block)
+    ways = dr.ways
+    over = far + 1
+    m = 0
+    if to_split:  # the read-ahead apart
+        m = _add_way(ways, m, WAY_FIXED, last, far, last + 1, far, 1)
+    if to_tail:  # over to the file's end, in one read, or apart after the read-ahead
+        if not over_lost(fut, stamp, f, bsize, eof, held_seg, start, over, tail):
+            m = _add_way(ways, m, WAY_FIXED, tail, -1, last + 1, far, 1)
+        if not over_lost(fut, stamp, f, bsize, eof, held_seg, over, over, tail):
+            m = _add_way(ways, m, WAY_FIXED, far, tail, last + 1, far, 1)
+    # the demand, then the read-ahead and the file's end in a read of their own
+    if far != last and to_tail and not over_lost(fut, stamp, f, bsize, eof, held_seg,
+                                                 last + 1, over, tail):
+        m = _add_way(ways, m, WAY_FIXED, last, tail, last + 1, far, 1)
+    # the demand alone, when the READs priced use all the read-ahead (also after the
+    # read-ahead apart was chosen, where the look ahead reads ahead as the oracle would: a
+    # later miss of the file may read the READ's earlier blocks and the read-ahead in one
+    # stream)
+    if far != last and within:
+        m = _add_way(ways, m, WAY_DEMAND, last, -1, far + 1, far, 1)
+    # over to fill the segment, in one read or apart: it reads over blocks the look ahead's
+    # own read-ahead would read again, so it is priced only as the READs are (with it, it won
+    # where it lost on the disk)
+    if to_fill:
+        m = _add_way(ways, m, WAY_FIXED, fill, -1, last + 1, far, 0)
+        m = _add_way(ways, m, WAY_FIXED, last, fill, last + 1, far, 0)
+    if cut_tail >= 0:  # over to an extent's end, in one read or after the demand apart
+        if not over_lost(fut, stamp, f, bsize, eof, held_seg, start, over, cut_tail):
+            m = _add_way(ways, m, WAY_FIXED, cut_tail, -1, last + 1, far, 1)
+        if not over_lost(fut, stamp, f, bsize, eof, held_seg, last + 1, over, cut_tail):
+            m = _add_way(ways, m, WAY_FIXED, last, cut_tail, last + 1, far, 1)
+    if to_next >= 0:  # over the gap to the next READ's first block (no drive cache)
+        m = _add_way(ways, m, WAY_FIXED, to_next, -1, last + 1, far, 1)
+    # the ways that split the first read of the way chosen so far (its last block apart;
+    # what a drive segment holds, then the rest; its first segment, then the rest), and
+    # between the first two, the read-ahead up to the first extent it jumps to
+    if to_last:
+        m = _add_way(ways, m, WAY_SPLIT, SPLIT_LAST, -1, 0, 0, 1)
+    if cut >= 0:
+        m = _add_way(ways, m, WAY_FIXED, cut, -1, last + 1, cut, 1)
+    if held >= 0:
+        m = _add_way(ways, m, WAY_SPLIT, held, -1, 0, 0, 1)
+    if to_head:
+        m = _add_way(ways, m, WAY_SPLIT, head, -1, 0, 0, 1)
     best2 = -1
     best_lo = last + 1
     best_hi = best1
     best = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1,
                        True)
     best_ahead = True
-    for step in range(13):
-        # ways 11 and 12 (over to an extent's end) are priced after the ways over to the
-        # file's end and before those that split the way chosen so far
-        way = step if step < 7 else (step + 4 if step < 9 else step - 2)
-        e1 = far
-        e2 = -1
-        lo = last + 1
-        hi = far
-        if way == 11 or way == 12:  # over to an extent's end, in one read or apart
-            if cut_tail < 0:
-                continue
-            if way == 11:
-                if over_lost(fut, stamp, f, bsize, eof, held_seg, start, far + 1, cut_tail):
-                    continue
-                e1 = cut_tail
-            else:
-                if over_lost(fut, stamp, f, bsize, eof, held_seg, last + 1, far + 1, cut_tail):
-                    continue
-                e1 = last
-                e2 = cut_tail
-        elif way == 10:  # the first segment, then the rest
-            if not to_head:
-                continue
-            e1 = head
-            e2 = best1
-        elif way == 9:  # what a drive segment holds, then the rest
-            if held < 0:
-                continue
-            e1 = held
-            e2 = best1
-        elif way == 8:  # the read-ahead up to the first extent it jumps to
-            if cut < 0:
-                continue
-            e1 = cut
-            hi = cut
-        elif way == 7:  # the last block apart
-            if not to_last:
-                continue
-            e1 = best1 - 1
-            e2 = best1
-        elif way == 5 or way == 6:  # over to fill the segment, in one read or apart
-            if not to_fill:
-                continue
-            if way == 5:
-                e1 = fill
-            else:
-                e1 = last
-                e2 = fill
-        elif way == 4:  # the demand alone, when the READs priced use all the read-ahead
-            # (also after the read-ahead apart was chosen, where the look ahead reads ahead
-            # as the oracle would: a later miss of the file may read the READ's earlier
-            # blocks and the read-ahead in one stream)
-            if far == last or (best1 == last and (best2 < 0 or fut.cache_blocks > AHEAD_MAX)) \
-                    or not within:
-                continue
-            e1 = last
-            lo = far + 1
-        elif way == 0:  # the read-ahead apart
-            if not to_split:
-                continue
-            e1 = last
-            e2 = far
-        elif way == 1 or way == 2:  # over to the file's end, in one read or apart
-            if not to_tail:
-                continue
-            if way == 1:
-                if over_lost(fut, stamp, f, bsize, eof, held_seg, start, far + 1, tail):
-                    continue
-                e1 = tail
-            else:
-                if over_lost(fut, stamp, f, bsize, eof, held_seg, far + 1, far + 1, tail):
-                    continue
-                e2 = tail
-        else:  # the demand, then the read-ahead and the file's end in a read of their own
-            if far == last or not to_tail:
-                continue
-            if over_lost(fut, stamp, f, bsize, eof, held_seg, last + 1, far + 1, tail):
-                continue
-            e1 = last
-            e2 = tail
-        if way == 9 or way == 10 or way == 7:
-            # these split the first read of the way chosen so far: the rest (its second
-            # read too) in one read, its read-ahead kept
+    for i in range(m):
+        kind = ways[i, 0]
+        e1 = ways[i, 1]
+        e2 = ways[i, 2]
+        lo = ways[i, 3]
+        hi = ways[i, 4]
+        ahead = ways[i, 5] != 0
+        if kind == WAY_DEMAND and best1 == last and (best2 < 0 or
+                                                     fut.cache_blocks > AHEAD_MAX):
+            continue  # the way chosen reads the demand alone already
+        if kind == WAY_SPLIT:
+            if e1 == SPLIT_LAST:
+                e1 = best1 - 1
             e2 = max(best1, best2)
             lo = best_lo
             hi = best_hi
-        # the segment fill reads over blocks the look ahead's own read-ahead would read
-        # again: priced only as the READs are (with it, it won where it lost on the disk)
-        ahead = way != 5 and way != 6
         s = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, e1, e2, lo, hi, ahead)
         if s < best:
             best = s
