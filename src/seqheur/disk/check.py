@@ -70,6 +70,20 @@ def _q(x: np.ndarray, p: float) -> float:
     return float(np.percentile(x, p))
 
 
+def _sorted_pair(measured_ms: Sequence[float] | np.ndarray,
+                 predicted_ms: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both samples sorted as float64, checked equal in size, non-empty and finite."""
+    m = np.sort(np.asarray(measured_ms, dtype=np.float64).ravel())
+    p = np.sort(np.asarray(predicted_ms, dtype=np.float64).ravel())
+    if m.size != p.size:
+        raise ValueError(f"the samples differ in size ({m.size} measured, {p.size} predicted)")
+    if m.size == 0:
+        raise ValueError("the samples are empty")
+    if not (np.isfinite(m).all() and np.isfinite(p).all()):
+        raise ValueError("the samples hold a non-finite time")
+    return m, p
+
+
 def demerit(measured_ms: Sequence[float] | np.ndarray,
             predicted_ms: Sequence[float] | np.ndarray) -> dict[str, Any]:
     """Compare two response-time samples of equal size (milliseconds).
@@ -80,14 +94,7 @@ def demerit(measured_ms: Sequence[float] | np.ndarray,
     is the other shifted by ``c`` and scales with the samples. ``demerit_percent`` is it as a
     share of the measured mean; ``total_time_ratio`` is predicted total / measured total (None
     where the measured figure is 0)."""
-    m = np.sort(np.asarray(measured_ms, dtype=np.float64).ravel())
-    p = np.sort(np.asarray(predicted_ms, dtype=np.float64).ravel())
-    if m.size != p.size:
-        raise ValueError(f"the samples differ in size ({m.size} measured, {p.size} predicted)")
-    if m.size == 0:
-        raise ValueError("the samples are empty")
-    if not (np.isfinite(m).all() and np.isfinite(p).all()):
-        raise ValueError("the samples hold a non-finite time")
+    m, p = _sorted_pair(measured_ms, predicted_ms)
     d = float(np.sqrt(np.mean((m - p) ** 2)))
     m_mean, p_mean = float(m.mean()), float(p.mean())
     m_tot, p_tot = float(m.sum()), float(p.sum())
@@ -118,12 +125,7 @@ def tail(measured_ms: Sequence[float] | np.ndarray,
     hold nearly all of the squared distance; these figures tell such a run from a model whose
     spread is wrong throughout. They diagnose; the target is judged on :func:`demerit` alone.
     """
-    m = np.sort(np.asarray(measured_ms, dtype=np.float64).ravel())
-    p = np.sort(np.asarray(predicted_ms, dtype=np.float64).ravel())
-    if m.size != p.size:
-        raise ValueError(f"the samples differ in size ({m.size} measured, {p.size} predicted)")
-    if m.size == 0:
-        raise ValueError("the samples are empty")
+    m, p = _sorted_pair(measured_ms, predicted_ms)
     sq = (m - p) ** 2
     total = float(sq.sum())
     out: dict[str, Any] = {}
