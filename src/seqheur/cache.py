@@ -472,21 +472,49 @@ def insert(c: CacheState, key: int, flags: int, stamp: int) -> int:
 
     A ghost of ``key`` is dropped first. ``flags`` may carry F_PF and F_RAM. Returns the entry.
     """
-    g = ghost_of(c, key)
+    return insert_noting_ghost(c, key, flags, stamp, 0)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def insert_noting_ghost(c: CacheState, key: int, flags: int, stamp: int, if_ghost: int) -> int:
+    """:func:`insert`, with the flags ``if_ghost`` added when ``key`` was a ghost (a demand
+    read's F_WASGHOST: one probe of the key instead of a :func:`ghost_of` before this)."""
+    g = -1
+    gslot = uint64(0)
+    if c.meta[M_NGHOST] != 0:
+        k = _chunk_of(c, key)
+        if k >= 0:
+            gslot = uint64((k << CHUNK_BITS) | (key & (CHUNK - 1)))
+            v = np.int64(c.slot[gslot])
+            if v < 0:
+                g = -v - 1
+                flags |= if_ghost
     if g >= 0:
-        forget_ghost(c, g)
+        # The ghost's entry becomes the block's resident entry: the lists change exactly as
+        # dropping the ghost and inserting afresh would, without emptying its slot (and
+        # maybe freeing its chunk) only to fill it again. Its slot stays valid through the
+        # eviction below: a chunk with a live slot is never freed, and hash deletions move
+        # (chunk key, chunk) pairs, never a chunk's slots.
+        _unlink(c, g, M_GHEAD, M_GTAIL)
+        c.meta[M_NGHOST] -= 1
     if c.meta[M_NRES] >= c.meta[M_CAP]:
         _evict_one(c)
-    e = c.meta[M_FREE]
     ent = c.ent
-    c.meta[M_FREE] = ent[uint64(_E_WORDS * e + E_NXT)]
+    if g >= 0:
+        e = g
+    else:
+        e = c.meta[M_FREE]
+        c.meta[M_FREE] = ent[uint64(_E_WORDS * e + E_NXT)]
     ent[uint64(_E_WORDS * e + E_KEY)] = key
     ent[uint64(_E_WORDS * e + E_SF)] = (stamp << _FLAG_BITS) | flags
     _push_head(c, e, M_RHEAD, M_RTAIL)
     c.meta[M_NRES] += 1
     if (flags & F_PF) != 0:
         c.meta[M_PF_RESIDENT] += 1
-    _add_slot(c, key, e)
+    if g >= 0:
+        c.slot[gslot] = e + 1
+    else:
+        _add_slot(c, key, e)
     return e
 
 

@@ -486,9 +486,9 @@ def insert_block(c, f, b, stamp, d_lo, d_hi, fl, ctr, req):
         fl |= C.F_PF
         ctr.prefetched += 1
         req.prefetch_blocks += 1
-    elif C.ghost_of(c, key) >= 0:  # a ghost: this demand block's miss is an eviction's fault
-        fl |= C.F_WASGHOST
-    return C.insert(c, key, fl, stamp)
+        return C.insert(c, key, fl, stamp)
+    # a ghost: this demand block's miss is an eviction's fault
+    return C.insert_noting_ghost(c, key, fl, stamp, C.F_WASGHOST)
 
 
 @njit(nogil=True, _nrt=False, inline='always')
