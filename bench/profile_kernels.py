@@ -168,6 +168,15 @@ def _disk(args) -> list:
 
     from seqheur.disk.model import DiskModel, Layout, service_kernel
 
+    if args.trace:  # disk reads saved as an .npz of f, o, l and the file sizes
+        z = np.load(args.trace)
+        model = DiskModel.from_profile("ide-7200", Layout())
+        place = model.place(np.maximum(z["sizes"], 1))
+
+        def run():
+            model.service(z["f"], z["o"], z["l"], place, model.new_state())
+        run()
+        return [[service_kernel], run]
     rng = np.random.default_rng(1)
     n = 300_000
     files = rng.integers(0, 32, n)

@@ -222,6 +222,16 @@ def _clipped_bytes(file, offset, count, fsize, out):
         out[i] = c
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def _sequential_sum(start, values):
+    """``start`` plus ``values`` added one at a time, in order (what ``np.cumsum`` of the two
+    gives last, without its two arrays of fresh pages)."""
+    total = start
+    for i in range(values.shape[0]):
+        total += values[i]
+    return total
+
+
 class DiskPricer:
     """One disk model pricing a replay's disk reads, batch after batch: the files' placement
     on it, the drive's state (head, cache segments) and the running totals of the summary's
@@ -244,7 +254,7 @@ class DiskPricer:
         """Service the next batch of disk reads (issue order) and add up their time."""
         res = self.disk.service(file, offset, length, self.place, self.state)
         # strictly sequential sum: the total must not depend on where chunks were cut
-        self.seconds = float(np.cumsum(np.concatenate(([self.seconds], res.seconds)))[-1])
+        self.seconds = _sequential_sum(self.seconds, res.seconds)
         self.positionings += res.positionings
         self.hits += res.hits
 
