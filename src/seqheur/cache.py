@@ -291,6 +291,31 @@ def lookup(c: CacheState, key: int) -> int:
     return v - 1 if v > 0 else -1
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def chunk_base(c: CacheState, key: int) -> int:
+    """Index in ``c.slot`` of the first slot of ``key``'s chunk, or -1 (no block of the
+    chunk is known). With :func:`resident_at`, a walk over consecutive blocks of a file
+    probes the hash table once per chunk of ``CHUNK`` blocks, not once per block; the base
+    holds until the next insert or eviction."""
+    k = _chunk_of(c, key)
+    return k << CHUNK_BITS if k >= 0 else -1
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def chunk_end(key: int) -> int:
+    """The first key past ``key``'s chunk."""
+    return ((key >> CHUNK_BITS) + 1) << CHUNK_BITS
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def resident_at(c: CacheState, base: int, key: int) -> int:
+    """:func:`lookup` of ``key`` given its :func:`chunk_base`: the resident entry, or -1."""
+    if base < 0:
+        return -1
+    v = np.int64(c.slot[uint64(base | (key & (CHUNK - 1)))])
+    return v - 1 if v > 0 else -1
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def any_resident(c: CacheState, key: int, n: int) -> bool:
     """Is any of the ``n`` consecutive keys from ``key`` (consecutive blocks of one file)

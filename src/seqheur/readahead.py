@@ -509,8 +509,14 @@ def cluster(c, f, start, maxn, sync, stamp, d_lo, d_hi, eof_blk, bsize, eof_byte
     if eof_blk >= 0 and start + run > eof_blk:
         run = eof_blk - start
     n = 0
+    key = C.make_key(f, start)
+    end = -1
+    base = -1
     while n < run:
-        if C.lookup(c, C.make_key(f, start + n)) >= 0:
+        if key + n >= end:  # one probe per chunk of blocks
+            base = C.chunk_base(c, key + n)
+            end = C.chunk_end(key + n)
+        if C.resident_at(c, base, key + n) >= 0:
             break
         n += 1
     if n == 0:
@@ -648,8 +654,13 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, r
                 continue
             C.clear_flag(c, e, C.F_RAM)
             i = 1
+            end = -1
+            base = -1
             while i < maxra:
-                e2 = C.lookup(c, C.make_key(f, lbn + i))
+                if key + i >= end:  # one probe per chunk of blocks
+                    base = C.chunk_base(c, key + i)
+                    end = C.chunk_end(key + i)
+                e2 = C.resident_at(c, base, key + i)
                 if e2 < 0:
                     break
                 if (i & rmask) == rmask or i == maxra - 1:  # racluster: a power of two
