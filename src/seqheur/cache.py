@@ -497,13 +497,18 @@ def insert(c: CacheState, key: int, flags: int, stamp: int) -> int:
 
     A ghost of ``key`` is dropped first. ``flags`` may carry F_PF and F_RAM. Returns the entry.
     """
-    return insert_noting_ghost(c, key, flags, stamp, 0)
+    return _insert(c, key, flags, stamp, 0)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def insert_noting_ghost(c: CacheState, key: int, flags: int, stamp: int, if_ghost: int) -> int:
     """:func:`insert`, with the flags ``if_ghost`` added when ``key`` was a ghost (a demand
     read's F_WASGHOST: one probe of the key instead of a :func:`ghost_of` before this)."""
+    return _insert(c, key, flags, stamp, if_ghost)
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _insert(c: CacheState, key: int, flags: int, stamp: int, if_ghost: int) -> int:
     g = -1
     gslot = uint64(0)
     if c.meta[M_NGHOST] != 0:
