@@ -2,7 +2,7 @@
 
     python bench/profile_kernels.py replay [--requests N | --trace PATH] [--profile ide-7200|none]
                                            [--detector D] [--table T] [--cache 64MiB]
-    python bench/profile_kernels.py disk
+    python bench/profile_kernels.py disk [--trace READS.npz]   (arrays f, o, l and sizes)
     python bench/profile_kernels.py nfsdump [--lines N]
     python bench/profile_kernels.py oracle [--requests N]   (the oracle's replay in bound)
     python bench/profile_kernels.py timing [--requests N]   (the closed-loop model alone)

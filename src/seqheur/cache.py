@@ -30,7 +30,11 @@ insert and eviction, and it holds a pair per chunk in use rather than per block,
 of its lines are live: that matters most with 4 KiB pages (measured, paired in one process:
 Linux read-ahead replay 1.4x faster; FreeBSD clusters of 16 KiB blocks ~1.05x; a plain LRU
 with half its accesses missing ~0.95x, one more dependent load per probe). ``meta`` holds
-list heads, sizes and counters. All state is in these arrays, so a chunked replay can carry a
+list heads, sizes and counters. A walk over consecutive blocks of a file that changes
+nothing (the FreeBSD ``B_RAM`` scan, a cluster's run of absent blocks) probes the hash table
+once per chunk (:func:`chunk_base`, :func:`resident_at`); a ghost that is read again keeps
+its entry and slot, now resident (:func:`insert`), rather than giving both back only to take
+them again. All state is in these arrays, so a chunked replay can carry a
 cache from one chunk to the next. Both record arrays are flat, indexed by a constant
 multiple: a two-dimensional array's row index is multiplied by its row length loaded at run
 time, one more step in every dependent walk of the lists; and every index into them is
