@@ -253,7 +253,7 @@ class DiskPricer:
         """Service the next batch of disk reads (issue order) and add up their time."""
         res = self.disk.service(file, offset, length, self.place, self.state)
         # strictly sequential sum: the total must not depend on where chunks were cut
-        self.seconds = _sequential_sum(self.seconds, res.seconds)
+        self.seconds = float(_sequential_sum(self.seconds, res.seconds))
         self.positionings += res.positionings
         self.hits += res.hits
 
