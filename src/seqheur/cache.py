@@ -487,15 +487,6 @@ def _evict_one(c: CacheState) -> None:
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def forget_ghost(c: CacheState, e: int) -> None:
-    """Drop ghost entry ``e`` (its block was demanded or re-read)."""
-    _unlink(c, e, M_GHEAD, M_GTAIL)
-    c.meta[M_NGHOST] -= 1
-    _remove_slot(c, c.ent[uint64(_E_WORDS * e + E_KEY)])
-    _free(c, e)
-
-
-@njit(cache=True, nogil=True, _nrt=False)
 def insert(c: CacheState, key: int, flags: int, stamp: int) -> int:
     """Insert non-resident ``key`` at the MRU end (evicting the LRU block when full).
 
