@@ -510,12 +510,12 @@ def cluster(c, f, start, maxn, sync, stamp, d_lo, d_hi, eof_blk, bsize, eof_byte
         run = eof_blk - start
     n = 0
     key = C.make_key(f, start)
-    end = -1
+    past_chunk = -1
     base = -1
     while n < run:
-        if key + n >= end:  # one probe per chunk of blocks
+        if key + n >= past_chunk:  # one probe per chunk of blocks
             base = C.chunk_base(c, key + n)
-            end = C.chunk_end(key + n)
+            past_chunk = C.chunk_end(key + n)
         if C.resident_at(c, base, key + n) >= 0:
             break
         n += 1
@@ -654,12 +654,12 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, r
                 continue
             C.clear_flag(c, e, C.F_RAM)
             i = 1
-            end = -1
+            past_chunk = -1
             base = -1
             while i < maxra:
-                if key + i >= end:  # one probe per chunk of blocks
+                if key + i >= past_chunk:  # one probe per chunk of blocks
                     base = C.chunk_base(c, key + i)
-                    end = C.chunk_end(key + i)
+                    past_chunk = C.chunk_end(key + i)
                 e2 = C.resident_at(c, base, key + i)
                 if e2 < 0:
                     break
