@@ -2,7 +2,7 @@
 
     python bench/profile_kernels.py replay [--requests N | --trace PATH] [--profile ide-7200|none]
                                            [--detector D] [--table T] [--cache 64MiB]
-    python bench/profile_kernels.py disk
+    python bench/profile_kernels.py disk [--trace READS.npz]   (arrays f, o, l and sizes)
     python bench/profile_kernels.py nfsdump [--lines N]
     python bench/profile_kernels.py oracle [--requests N]   (the oracle's replay in bound)
     python bench/profile_kernels.py timing [--requests N]   (the closed-loop model alone)
@@ -168,6 +168,15 @@ def _disk(args) -> list:
 
     from seqheur.disk.model import DiskModel, Layout, service_kernel
 
+    if args.trace:  # disk reads saved as an .npz of f, o, l and the file sizes
+        z = np.load(args.trace)
+        model = DiskModel.from_profile("ide-7200", Layout())
+        place = model.place(np.maximum(z["sizes"], 1))
+
+        def run():
+            model.service(z["f"], z["o"], z["l"], place, model.new_state())
+        run()
+        return [[service_kernel], run]
     rng = np.random.default_rng(1)
     n = 300_000
     files = rng.integers(0, 32, n)

@@ -218,3 +218,70 @@ def test_any_resident_equals_a_block_by_block_search():
         want = any(C.lookup(c, C.make_key(3, b)) >= 0 for b in range(lo, lo + n))
         assert C.any_resident(c, C.make_key(3, lo), n) == want
         assert not C.any_resident(c, C.make_key(4, lo), n)  # another file
+
+
+def _ghost_keys(c):
+    out = []
+    e = int(c.meta[C.M_GHEAD])
+    while e >= 0:
+        out.append(int(C.entry_key(c, e)))
+        e = int(C.next_entry(c, e))
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 12), st.integers(0, 2**32 - 1))
+def test_lists_with_ghosts_equal_a_reference(cap, seed):
+    """Resident LRU order, ghost FIFO order, flags and counters against a plain-Python model,
+    with re-reads of ghosts (their entry is reused in place) noting F_WASGHOST."""
+    rng = np.random.default_rng(seed)
+    c = C.new_cache(cap * 512, 512)
+    res: OrderedDict[int, int] = OrderedDict()  # key -> flags, least recent first
+    ghosts: list[int] = []  # newest first
+    unused = 0
+    for i in range(600):
+        key = C.make_key(int(rng.integers(0, 3)), int(rng.integers(0, 3 * cap + 4)))
+        if key in res:
+            e = C.lookup(c, key)
+            assert e >= 0
+            C.use(c, e)
+            C.touch(c, e)
+            res[key] &= ~(C.F_PF | C.F_WASGHOST)
+            res.move_to_end(key)
+            continue
+        pf = C.F_PF if rng.integers(0, 2) else 0
+        want = pf
+        if key in ghosts:
+            ghosts.remove(key)
+            if not pf:
+                want |= C.F_WASGHOST
+        if len(res) >= cap:
+            victim, vfl = res.popitem(last=False)
+            if vfl & C.F_PF:
+                unused += 1
+                ghosts.insert(0, victim)
+                del ghosts[cap:]
+        res[key] = want
+        if pf:
+            e = C.insert(c, key, pf, i)
+        else:
+            e = C.insert_noting_ghost(c, key, 0, i, C.F_WASGHOST)
+        assert C.flags(c, e) == want and C.stamp(c, e) == i
+    assert C.resident_keys(c) == list(reversed(res))
+    assert _ghost_keys(c) == ghosts
+    assert c.meta[C.M_EVICT_UNUSED] == unused
+    assert c.meta[C.M_PF_RESIDENT] == sum(1 for fl in res.values() if fl & C.F_PF)
+    _check_integrity(c)
+
+
+def test_chunk_walk_equals_lookup():
+    rng = np.random.default_rng(7)
+    c = C.new_cache(64 * 4096, 4096)
+    for b in rng.integers(0, 200, 400):
+        key = C.make_key(2, int(b))
+        if C.lookup(c, key) < 0:
+            C.insert(c, key, 0, 1)
+    for b in range(0, 240):
+        key = C.make_key(2, b)
+        assert C.resident_at(c, C.chunk_base(c, key), key) == C.lookup(c, key)
+        assert C.chunk_end(key) == C.make_key(2, (b // C.CHUNK + 1) * C.CHUNK)

@@ -302,3 +302,30 @@ def test_streamed_requests_of_an_empty_trace(tmp_path):
     r = replay(s, "freebsd4", "freebsd4", profile=None, requests_to=tmp_path / "e.parquet")
     t = pl.read_parquet(r.requests_path)
     assert t.height == 0 and "cause" in t.columns
+
+
+def test_op_buffer_size_changes_no_result():
+    """The disk reads cut in batches of any size price the same (the running total is summed
+    in order), and ``replay(config=...)`` passes the buffer size on."""
+    from seqheur.config import ReplayConfig
+    from seqheur.workloads import paper
+
+    from seqheur.errors import SeqheurError
+    from seqheur.replay import _stream_and_sizes
+
+    s, _, _ = _stream_and_sizes(paper(readers=6, total_mb=4, request_kb=8), None, None)
+    sizes = observed_file_sizes(s)
+    rows = []
+    for cap in (None, 1, 37):
+        kw = {} if cap is None else {"ops_capacity": cap}
+        rp = Replayer(s.file_ids, detector="freebsd4", table="ellard", cache="1MiB",
+                      file_sizes=sizes, per_request=False, **kw)
+        rp.feed(s)
+        rows.append(rp.summary())
+    assert rows[0]["disk_seconds"] > 0
+    assert rows[1] == rows[0] and rows[2] == rows[0]
+    r = replay(s, config=ReplayConfig(cache="1MiB", ops_capacity=5), file_sizes=sizes,
+               per_request=False)
+    assert r.to_dict() == replay(s, cache="1MiB", file_sizes=sizes, per_request=False).to_dict()
+    with pytest.raises(SeqheurError):
+        Replayer(s.file_ids, profile=None, ops_capacity=0)

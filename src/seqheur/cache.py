@@ -30,7 +30,11 @@ insert and eviction, and it holds a pair per chunk in use rather than per block,
 of its lines are live: that matters most with 4 KiB pages (measured, paired in one process:
 Linux read-ahead replay 1.4x faster; FreeBSD clusters of 16 KiB blocks ~1.05x; a plain LRU
 with half its accesses missing ~0.95x, one more dependent load per probe). ``meta`` holds
-list heads, sizes and counters. All state is in these arrays, so a chunked replay can carry a
+list heads, sizes and counters. A walk over consecutive blocks of a file that changes
+nothing (the FreeBSD ``B_RAM`` scan, a cluster's run of absent blocks) probes the hash table
+once per chunk (:func:`chunk_base`, :func:`resident_at`); a ghost that is read again keeps
+its entry and slot, now resident (:func:`insert`), rather than giving both back only to take
+them again. All state is in these arrays, so a chunked replay can carry a
 cache from one chunk to the next. Both record arrays are flat, indexed by a constant
 multiple: a two-dimensional array's row index is multiplied by its row length loaded at run
 time, one more step in every dependent walk of the lists; and every index into them is
@@ -291,6 +295,31 @@ def lookup(c: CacheState, key: int) -> int:
     return v - 1 if v > 0 else -1
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def chunk_base(c: CacheState, key: int) -> int:
+    """Index in ``c.slot`` of the first slot of ``key``'s chunk, or -1 (no block of the
+    chunk is known). With :func:`resident_at`, a walk over consecutive blocks of a file
+    probes the hash table once per chunk of ``CHUNK`` blocks, not once per block; the base
+    holds until the next insert or eviction."""
+    k = _chunk_of(c, key)
+    return k << CHUNK_BITS if k >= 0 else -1
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def chunk_end(key: int) -> int:
+    """The first key past ``key``'s chunk."""
+    return ((key >> CHUNK_BITS) + 1) << CHUNK_BITS
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def resident_at(c: CacheState, base: int, key: int) -> int:
+    """:func:`lookup` of ``key`` given its :func:`chunk_base`: the resident entry, or -1."""
+    if base < 0:
+        return -1
+    v = np.int64(c.slot[uint64(base | (key & (CHUNK - 1)))])
+    return v - 1 if v > 0 else -1
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def any_resident(c: CacheState, key: int, n: int) -> bool:
     """Is any of the ``n`` consecutive keys from ``key`` (consecutive blocks of one file)
@@ -458,35 +487,59 @@ def _evict_one(c: CacheState) -> None:
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def forget_ghost(c: CacheState, e: int) -> None:
-    """Drop ghost entry ``e`` (its block was demanded or re-read)."""
-    _unlink(c, e, M_GHEAD, M_GTAIL)
-    c.meta[M_NGHOST] -= 1
-    _remove_slot(c, c.ent[uint64(_E_WORDS * e + E_KEY)])
-    _free(c, e)
-
-
-@njit(cache=True, nogil=True, _nrt=False)
 def insert(c: CacheState, key: int, flags: int, stamp: int) -> int:
     """Insert non-resident ``key`` at the MRU end (evicting the LRU block when full).
 
     A ghost of ``key`` is dropped first. ``flags`` may carry F_PF and F_RAM. Returns the entry.
     """
-    g = ghost_of(c, key)
+    return _insert(c, key, flags, stamp, 0)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def insert_noting_ghost(c: CacheState, key: int, flags: int, stamp: int, if_ghost: int) -> int:
+    """:func:`insert`, with the flags ``if_ghost`` added when ``key`` was a ghost (a demand
+    read's F_WASGHOST: one probe of the key instead of a :func:`ghost_of` before this)."""
+    return _insert(c, key, flags, stamp, if_ghost)
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _insert(c: CacheState, key: int, flags: int, stamp: int, if_ghost: int) -> int:
+    g = -1
+    gslot = uint64(0)
+    if c.meta[M_NGHOST] != 0:
+        k = _chunk_of(c, key)
+        if k >= 0:
+            gslot = uint64((k << CHUNK_BITS) | (key & (CHUNK - 1)))
+            v = np.int64(c.slot[gslot])
+            if v < 0:
+                g = -v - 1
+                flags |= if_ghost
     if g >= 0:
-        forget_ghost(c, g)
+        # The ghost's entry becomes the block's resident entry: the lists change exactly as
+        # dropping the ghost and inserting afresh would, without emptying its slot (and
+        # maybe freeing its chunk) only to fill it again. Its slot stays valid through the
+        # eviction below: a chunk with a live slot is never freed, and hash deletions move
+        # (chunk key, chunk) pairs, never a chunk's slots.
+        _unlink(c, g, M_GHEAD, M_GTAIL)
+        c.meta[M_NGHOST] -= 1
     if c.meta[M_NRES] >= c.meta[M_CAP]:
         _evict_one(c)
-    e = c.meta[M_FREE]
     ent = c.ent
-    c.meta[M_FREE] = ent[uint64(_E_WORDS * e + E_NXT)]
+    if g >= 0:
+        e = g
+    else:
+        e = c.meta[M_FREE]
+        c.meta[M_FREE] = ent[uint64(_E_WORDS * e + E_NXT)]
     ent[uint64(_E_WORDS * e + E_KEY)] = key
     ent[uint64(_E_WORDS * e + E_SF)] = (stamp << _FLAG_BITS) | flags
     _push_head(c, e, M_RHEAD, M_RTAIL)
     c.meta[M_NRES] += 1
     if (flags & F_PF) != 0:
         c.meta[M_PF_RESIDENT] += 1
-    _add_slot(c, key, e)
+    if g >= 0:
+        c.slot[gslot] = e + 1
+    else:
+        _add_slot(c, key, e)
     return e
 
 

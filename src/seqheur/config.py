@@ -24,6 +24,7 @@ class ReplayConfig:
     read cache. ``clip_eof``: requests and read-ahead stop at each file's (observed) end.
     ``timing``: a timing model spec (``closed-loop:preset=paper-testbed``; docs/timing.md)
     whose end-to-end columns join the summary; ``disk-only`` (the default) adds none.
+    ``ops_capacity``: the replay's disk-read buffer, in reads (no effect on results).
     """
 
     detector: str = "freebsd4"
@@ -35,6 +36,9 @@ class ReplayConfig:
     drive_cache: bool = True
     clip_eof: bool = True
     timing: str = "disk-only"
+    #: disk reads the replay buffers before handing them to the disk model: a memory/overhead
+    #: trade only, since how the reads are cut in batches changes no result
+    ops_capacity: int = 1 << 20
 
 
 DEFAULT = ReplayConfig()

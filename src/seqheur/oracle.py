@@ -1800,12 +1800,13 @@ class OracleReplayer(Replayer):
     given the trace's :class:`Future` (the whole trace must be known before the first feed:
     it is a schedule made offline)."""
 
-    # a disk read per run of blocks read, not per block (3,194 for the benchmark's 2 M
-    # READs): the replay's million zeroed buffer entries (40 MB) cost more than the batches
-    ops_capacity = 1 << 14
+    #: a disk read per run of blocks read, not per block (3,194 for the benchmark's 2 M
+    #: READs): the replay's million zeroed buffer entries (40 MB) cost more than the batches
+    OPS_CAPACITY = 1 << 14
 
     def __init__(self, file_ids: np.ndarray, future: Future, *, block_size: int,
                  **kwargs: Any) -> None:
+        kwargs.setdefault("ops_capacity", self.OPS_CAPACITY)
         super().__init__(file_ids, detector="never", table="ideal",
                          policy=f"none:bsize={int(block_size)}", **kwargs)
         from .tables import steps_of

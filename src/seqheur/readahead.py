@@ -486,9 +486,9 @@ def insert_block(c, f, b, stamp, d_lo, d_hi, fl, ctr, req):
         fl |= C.F_PF
         ctr.prefetched += 1
         req.prefetch_blocks += 1
-    elif C.ghost_of(c, key) >= 0:  # a ghost: this demand block's miss is an eviction's fault
-        fl |= C.F_WASGHOST
-    return C.insert(c, key, fl, stamp)
+        return C.insert(c, key, fl, stamp)
+    # a ghost: this demand block's miss is an eviction's fault
+    return C.insert_noting_ghost(c, key, fl, stamp, C.F_WASGHOST)
 
 
 @njit(nogil=True, _nrt=False, inline='always')
@@ -509,8 +509,14 @@ def cluster(c, f, start, maxn, sync, stamp, d_lo, d_hi, eof_blk, bsize, eof_byte
     if eof_blk >= 0 and start + run > eof_blk:
         run = eof_blk - start
     n = 0
+    key = C.make_key(f, start)
+    past_chunk = -1
+    base = -1
     while n < run:
-        if C.lookup(c, C.make_key(f, start + n)) >= 0:
+        if key + n >= past_chunk:  # one probe per chunk of blocks
+            base = C.chunk_base(c, key + n)
+            past_chunk = C.chunk_end(key + n)
+        if C.resident_at(c, base, key + n) >= 0:
             break
         n += 1
     if n == 0:
@@ -648,8 +654,13 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, r
                 continue
             C.clear_flag(c, e, C.F_RAM)
             i = 1
+            past_chunk = -1
+            base = -1
             while i < maxra:
-                e2 = C.lookup(c, C.make_key(f, lbn + i))
+                if key + i >= past_chunk:  # one probe per chunk of blocks
+                    base = C.chunk_base(c, key + i)
+                    past_chunk = C.chunk_end(key + i)
+                e2 = C.resident_at(c, base, key + i)
                 if e2 < 0:
                     break
                 if (i & rmask) == rmask or i == maxra - 1:  # racluster: a power of two

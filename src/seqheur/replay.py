@@ -78,7 +78,6 @@ DEFAULT_CACHE = DEFAULT.cache
 DEFAULT_PROFILE = DEFAULT.profile
 DEFAULT_REORDER_WINDOW = DEFAULT.reorder_window
 _STEP = 1 << 22  # requests per progress step
-_OPS_CAP = 1 << 20  # disk reads buffered before they go to the disk model
 _ACTS_CAP = 1 << 16  # read-ahead actions buffered before they are collected
 
 # per-request columns (name, dtype): the stream's three, then the loop's results
@@ -222,6 +221,16 @@ def _clipped_bytes(file, offset, count, fsize, out):
         out[i] = c
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def _sequential_sum(start, values):
+    """``start`` plus ``values`` added one at a time, in order (what ``np.cumsum`` of the two
+    gives last, without its two arrays of fresh pages)."""
+    total = start
+    for i in range(values.shape[0]):
+        total += values[i]
+    return total
+
+
 class DiskPricer:
     """One disk model pricing a replay's disk reads, batch after batch: the files' placement
     on it, the drive's state (head, cache segments) and the running totals of the summary's
@@ -244,7 +253,7 @@ class DiskPricer:
         """Service the next batch of disk reads (issue order) and add up their time."""
         res = self.disk.service(file, offset, length, self.place, self.state)
         # strictly sequential sum: the total must not depend on where chunks were cut
-        self.seconds = float(np.cumsum(np.concatenate(([self.seconds], res.seconds)))[-1])
+        self.seconds = float(_sequential_sum(self.seconds, res.seconds))
         self.positionings += res.positionings
         self.hits += res.hits
 
@@ -264,11 +273,9 @@ class Replayer:
     state (:class:`DiskPricer`): the cache and the detector never see the disk, so
     ``summary(k)`` is exactly the row a replay with ``profile=profiles[k]`` gives, for the
     cost of one replay plus the disk model (and the timing model) per profile.
+    ``ops_capacity``: disk reads buffered before they go to the disk model (how they are cut
+    in batches changes no result: :meth:`DiskPricer.price`; a request needing more grows it).
     """
-
-    #: disk reads buffered before they go to the disk model (how they are cut in batches
-    #: changes no result: :meth:`DiskPricer.price`)
-    ops_capacity = _OPS_CAP
 
     def __init__(self, file_ids: np.ndarray, *, detector: Any = DEFAULT.detector,
                  table: Any = DEFAULT.table, policy: Any = DEFAULT.policy,
@@ -278,7 +285,8 @@ class Replayer:
                  drive_cache: bool = True, per_request: bool = True,
                  clip_eof: bool = True, requests_to: str | os.PathLike[str] | None = None,
                  actions: bool = False, size_source: str | None = None,
-                 timing: Any = None, profiles: Sequence[Any] | None = None) -> None:
+                 timing: Any = None, profiles: Sequence[Any] | None = None,
+                 ops_capacity: int = DEFAULT.ops_capacity) -> None:
         from .detect import make_state
         from .heuristics.registry import parse_detector
         from .tables import parse_table
@@ -292,6 +300,9 @@ class Replayer:
         if reorder_window < 0:
             raise SeqheurError(f"reorder_window must be >= 0, not {reorder_window}")
         self.reorder_window = int(reorder_window)
+        if ops_capacity < 1:
+            raise SeqheurError(f"ops_capacity must be >= 1, not {ops_capacity}")
+        self.ops_capacity = int(ops_capacity)
         self.file_ids = np.asarray(file_ids, dtype=np.uint64)
         nf = len(self.file_ids)
         if nf >= C.MAX_FILES:
@@ -675,8 +686,8 @@ def replay(stream_or_table: Any, detector: Any = DEFAULT.detector, table: Any = 
     ``requests_to=PATH`` streams the per-request columns to a Parquet file (summary in its
     metadata) instead of keeping them in memory. ``config``: a :class:`ReplayConfig`
     supplying detector, table, policy, cache, profile, reorder window, drive cache,
-    end-of-file clipping and (unless ``timing`` is given) the timing model instead of the
-    arguments. ``actions=True`` records every read-ahead
+    end-of-file clipping, the disk-read buffer and (unless ``timing`` is given) the timing
+    model instead of the arguments. ``actions=True`` records every read-ahead
     action (``ReplayResult.actions``: why each block was read). ``sizes_from``: the trace path
     or request table whose reply attributes give the file sizes when ``stream_or_table`` is
     an already built ReadStream. ``timing``: a timing model spec (``"closed-loop:slots=8"``,
@@ -689,17 +700,19 @@ def replay(stream_or_table: Any, detector: Any = DEFAULT.detector, table: Any = 
     >>> r["misses"]
     1
     """
+    ops_capacity = DEFAULT.ops_capacity
     if config is not None:
         detector, table, policy, cache = config.detector, config.table, config.policy, config.cache
         profile, reorder_window = config.profile, config.reorder_window
         drive_cache, clip_eof = config.drive_cache, config.clip_eof
         timing = config.timing if timing is None else timing
+        ops_capacity = config.ops_capacity
     stream, sizes, size_source = _stream_and_sizes(stream_or_table, sizes_from, file_sizes)
     rp = Replayer(stream.file_ids, detector=detector, table=table, policy=policy, cache=cache,
                   profile=profile, file_sizes=sizes, reorder_window=reorder_window,
                   layout=layout, drive_cache=drive_cache, per_request=per_request,
                   clip_eof=clip_eof, requests_to=requests_to, actions=actions,
-                  size_source=size_source, timing=timing)
+                  size_source=size_source, timing=timing, ops_capacity=ops_capacity)
     try:
         if progress and len(stream) > _STEP:
             from rich.progress import Progress

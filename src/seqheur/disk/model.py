@@ -379,7 +379,7 @@ def _progress(state, nseg, segbytes, seg, pos, lim, dt, rate):
         state[S_HDR + seg] = newpos - segbytes
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _piece(addr, ln, first, state, ip, fp, seek_d, seek_t, zone_start, zone_rate):
     """Service one physically contiguous piece; returns (seconds, flags)."""
     nseg = ip[I_NSEG]
