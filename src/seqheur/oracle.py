@@ -1458,15 +1458,19 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     # from the READ's start, when a READ priced uses a block of it past the read-ahead
     # (which the cache could not keep until then)
     seg = dr.ip[I_SEGBYTES]
-    held_seg = seg if dr.ip[I_NSEG] > 0 else 0  # what the drive keeps of a read (0: nothing)
+    drive_cache = dr.ip[I_NSEG] > 0
+    # the gate of the ways that count on what the drive's segments keep and the buffer
+    # cache cannot: a buffer cache no larger than one segment
+    small_cache = drive_cache and fut.cache_blocks * bsize <= seg
+    held_seg = seg if drive_cache else 0  # what the drive keeps of a read (0: nothing)
     fill = min(start + seg // bsize - 1, tail) if tail >= 0 else start + seg // bsize - 1
-    to_fill = (dr.ip[I_NSEG] > 0 and fut.cache_blocks * bsize <= seg and fill > far
-               and not (to_tail and fill == tail) and used_soon(fut, stamp, f, far + 1, fill))
+    to_fill = (small_cache and fill > far and not (to_tail and fill == tail)
+               and used_soon(fut, stamp, f, far + 1, fill))
     horizon = min(stamp + 1 + HORIZON, fut.ref0.shape[0])
     within = horizon == fut.ref0.shape[0] or latest < fut.ref0[horizon]
     # the read-ahead apart gives the drive more room to read ahead: worth pricing when a
     # READ priced uses a block that read-ahead could reach, or the next file is near
-    to_split = far > last and (near_end or (dr.ip[I_NSEG] > 0 and used_soon(
+    to_split = far > last and (near_end or (drive_cache and used_soon(
         fut, stamp, f, far + 1, far + seg // bsize)))
     # the read's last block apart: after a read of L bytes the drive reads ahead at most
     # ``segment - L``, after one block nearly a segment; worth pricing when a READ priced
@@ -1474,15 +1478,15 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     # block, which read alone is read whole, ending past the file (maybe where another
     # file's blocks start)
     to_last = best1 > start and ((best1 == tail and eof % bsize != 0) or (
-        dr.ip[I_NSEG] > 0 and (to_split if best1 == far > last and not near_end else
+        drive_cache and (to_split if best1 == far > last and not near_end else
                                used_soon(fut, stamp, f, best1 + 1, best1 + seg // bsize))))
     # on a fragmented layout, the read-ahead up to the first extent the head cannot stream
     # into (the rest read at a later miss, perhaps streaming on from another file's
     # extent); with a buffer cache no larger than a drive segment at any such extent (the
     # rest read at a later miss moves the drive's read-ahead elsewhere, and which segments
     # then keep what the buffer cache cannot, the look ahead prices)
-    cut = _first_jump(dr, fut, stamp, f, bsize, last + 1, far, dr.ip[I_NSEG] > 0 and
-                      fut.cache_blocks * bsize <= seg) if best1 == far > last else -1
+    cut = (_first_jump(dr, fut, stamp, f, bsize, last + 1, far, small_cache)
+           if best1 == far > last else -1)
     # and reading over to the file's end cut the same way: up to the end of the extent
     # before the first one it would position to (the rest read at the later miss, the head
     # streaming on into it from the other file's extent)
@@ -1496,18 +1500,17 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     # only its last segment's bytes in the drive's cache: its first segment in a read of
     # its own keeps the READ's first blocks there, for a READ priced that uses one again
     head = start + seg // bsize - 1
-    to_head = (dr.ip[I_NSEG] > 0 and fut.cache_blocks * bsize <= seg and start <= head < best1
-               and used_soon(fut, stamp, f, start, head))
+    to_head = small_cache and start <= head < best1 and used_soon(fut, stamp, f, start, head)
     # the first read lands in the segment the drive is reading ahead into, past where it
     # got: a wait for it (re-reads of the last read, hits) may make the read a hit
-    to_wait = dr.ip[I_NSEG] > 0 and dr.last[0] >= 0 and _in_filling(
+    to_wait = drive_cache and dr.last[0] >= 0 and _in_filling(
         dr, dr.state, f, start * bsize, R.op_bytes(start, best1 - start + 1, bsize, eof),
         True) > 0
     # with no drive cache, a read ends where the head stops and a read starting elsewhere
     # positions: reading over the gap up to the block that the next READ of the file to
     # demand past the read-ahead reads first lets that read stream on (with a drive cache,
     # the drive's read-ahead reads the gap into a segment and makes that read a hit)
-    to_next = next_start(fut, stamp, f, far, tail) if dr.ip[I_NSEG] == 0 else -1
+    to_next = next_start(fut, stamp, f, far, tail) if not drive_cache else -1
     if not (to_tail or to_fill or to_split or to_last or cut >= 0 or held >= 0 or to_head or (
             far > last and best1 == far and within) or to_wait or to_next >= 0):
         return best1, -1, 0  # one way only
