@@ -75,8 +75,8 @@ def loop_rates(stream, det: str, table: str, reps: int) -> tuple[list[float], li
     loop = detect_loop(spec.info, steps_of(model))
     n = len(stream)
     out = (np.empty(n, np.int16), np.empty(n, np.bool_))
-    requests = E.Requests(np.ascontiguousarray(stream.file, np.int32), stream.offset,
-                          stream.count, stream.time_ns)
+    requests = E.read_only_requests(np.ascontiguousarray(stream.file, np.int32), stream.offset,
+                                    stream.count, stream.time_ns)
     cpu, wall = [], []
     for rep in range(reps + 1):
         tab, state, params = make_state(spec, model, stream.file_ids)

@@ -74,6 +74,27 @@ def test_requests_columns_are_typed_as_the_loop_expects() -> None:
     assert r._fields == ("file", "offset", "count", "time_ns")
 
 
+def test_writable_and_read_only_columns_share_one_compiled_loop() -> None:
+    """A stream built from numpy arrays (writable) and one read from Arrow (read-only) run
+    the same compiled loop: numba types the two kinds of array apart, so without the engine's
+    read-only views each loop would compile twice."""
+    import pyarrow as pa
+
+    file = np.array([0, 1, 0, 1], np.int32)
+    offset = np.array([0, 0, 8192, 8192], np.int64)
+    writable = seqheur.ReadStream.from_arrays(file, offset, 8192)
+    table = pa.table({"file": pa.array(file), "offset": pa.array(offset)})
+    read_only = seqheur.ReadStream.from_arrays(table["file"].to_numpy(),
+                                               table["offset"].to_numpy(), 8192)
+    assert not read_only.file.flags.writeable or not read_only.offset.flags.writeable
+    for s in (writable, read_only):
+        seqheur.replay(s, "cursor", "ellard", "fixed:4", cache="1MiB", profile=None)
+        seqheur.detect(s, "cursor", "ellard")
+    for run in E._LOOPS.values():
+        kinds = [str(sig).replace("readonly ", "") for sig in run.signatures]
+        assert len(kinds) == len(set(kinds)), kinds
+
+
 def test_an_unloadable_cache_entry_is_a_miss(monkeypatch) -> None:
     """An on-disk index written by other code (a type renamed since) fails to unpickle: the
     engine's cache answers 'not cached' and the loop compiles, rather than every replay

@@ -68,15 +68,43 @@ def check_laws(r, det: str, table: str, policy: str = "auto") -> None:
     assert s["table_ejections"] <= s["table_fresh"]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(traces(), st.sampled_from(DETECTORS), st.sampled_from(TABLES), st.sampled_from(POLICIES),
-       st.sampled_from([32768, 65536, 1 << 20, 64 << 20]), st.booleans())
-def test_conservation_laws(stream, det, table, policy, cache, clip):
+#: One (detector, table, policy) per detector, together naming every table and policy above.
+#: The engine's loop compiles once per such choice of steps (a few seconds each on a cold
+#: numba cache), so the default run draws from these; the slow test draws the whole matrix.
+COVERING = [("freebsd4", "freebsd4", "auto"), ("freebsd", "nfsheur:8x2", POLICIES[6]),
+            ("slowdown", "ellard", "fixed:3"), ("cursor", "raparms:threads=2", POLICIES[5]),
+            ("zfetch", "ideal", "freebsd-cluster"), ("always", "freebsd4", "freebsd4-cluster"),
+            ("never", "ideal", "none"), ("linux-2.6.32", "raparms:threads=2", "auto"),
+            ("linux-3.12", "nfsheur:8x2", "auto")]
+CACHES = [32768, 65536, 1 << 20, 64 << 20]
+
+
+def _replay_obeys_the_laws(stream, det, table, policy, cache, clip) -> None:
     if det.startswith("linux") and policy != "auto":
         policy = "linux"
     r = replay(stream, det, table, policy, cache=cache, profile=None,
                file_sizes="observed" if clip else None)
     check_laws(r, det, table, policy)
+
+
+def test_the_covering_choices_name_every_detector_table_and_policy():
+    assert {c[0] for c in COVERING} == set(DETECTORS)
+    assert {c[1] for c in COVERING} == set(TABLES)
+    assert {c[2] for c in COVERING} == set(POLICIES)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(traces(), st.sampled_from(COVERING), st.sampled_from(CACHES), st.booleans())
+def test_conservation_laws(stream, choice, cache, clip):
+    _replay_obeys_the_laws(stream, *choice, cache, clip)
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(traces(), st.sampled_from(DETECTORS), st.sampled_from(TABLES), st.sampled_from(POLICIES),
+       st.sampled_from(CACHES), st.booleans())
+def test_conservation_laws_over_every_combination(stream, det, table, policy, cache, clip):
+    _replay_obeys_the_laws(stream, det, table, policy, cache, clip)
 
 
 @settings(max_examples=25, deadline=None)

@@ -168,8 +168,10 @@ def _run_detect(info: Any, table_steps: tuple[Any, Any], requests: Any, tab: Any
 
 def _requests(stream: ReadStream, lo: int, hi: int) -> Any:
     """Requests ``lo..hi-1`` of ``stream`` as the engine loop reads them."""
-    return E.Requests(_c(stream.file[lo:hi], np.int32), _c(stream.offset[lo:hi], np.int64),
-                      _c(stream.count[lo:hi], np.int32), _c(stream.time_ns[lo:hi], np.int64))
+    return E.read_only_requests(_c(stream.file[lo:hi], np.int32),
+                                _c(stream.offset[lo:hi], np.int64),
+                                _c(stream.count[lo:hi], np.int32),
+                                _c(stream.time_ns[lo:hi], np.int64))
 
 
 def _c(a: np.ndarray, dtype: Any) -> np.ndarray:

@@ -414,7 +414,8 @@ class Replayer:
         lo = 0
         while lo < n:
             hi = min(n, lo + _STEP)
-            step = E.Requests(file[lo:hi], offset[lo:hi], count[lo:hi], time_ns[lo:hi])
+            step = E.read_only_requests(file[lo:hi], offset[lo:hi], count[lo:hi],
+                                         time_ns[lo:hi])
             m = hi - lo if keep else 0
             out = {name: np.zeros(m, dtype) for name, dtype in _LOOP_COLUMNS}
             columns = tuple(out.values())
