@@ -34,16 +34,15 @@ def _reference_lru(files, blocks, cap):
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 40), st.integers(1, 6), st.integers(1, 80), st.sampled_from([1, 3, 16, 1 << 30]),
-       st.integers(0, 2**32 - 1), st.booleans())
-def test_lru_equals_reference(cap, nfiles, nblocks, stride, seed, lru_log):
+       st.integers(0, 2**32 - 1))
+def test_lru_equals_reference(cap, nfiles, nblocks, stride, seed):
     """Exact LRU whatever the spacing of blocks: neighbours sharing chunks of the block table
-    (stride 1, 3), one block a chunk (16), and blocks far apart (2**30); the LRU order kept
-    in a linked list or in a log (600 accesses: a small cache's log is compacted often)."""
+    (stride 1, 3), one block a chunk (16), and blocks far apart (2**30)."""
     rng = np.random.default_rng(seed)
     n = 600
     files = rng.integers(0, nfiles, n).astype(np.int64)
     blocks = rng.integers(0, nblocks, n).astype(np.int64) * stride
-    c = C.new_cache(cap * 4096, 4096, lru_log=lru_log)
+    c = C.new_cache(cap * 4096, 4096)
     got = C.lru_misses(files, blocks, c)
     want, order = _reference_lru(files, blocks, cap)
     assert got == want
@@ -101,13 +100,13 @@ def _drive(c, ops, keys, stamps):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(1, 30), st.integers(0, 2**32 - 1), st.booleans())
-def test_prefetch_accounting_and_ghosts(cap, seed, lru_log):
+@given(st.integers(1, 30), st.integers(0, 2**32 - 1))
+def test_prefetch_accounting_and_ghosts(cap, seed):
     rng = np.random.default_rng(seed)
     n = 2000
     ops = rng.integers(0, 2, n).astype(np.int64)
     keys = rng.integers(0, 3 * cap + 5, n).astype(np.int64)
-    c = C.new_cache(cap * 512, 512, lru_log=lru_log)
+    c = C.new_cache(cap * 512, 512)
     used, prefetched = _drive(c, ops, keys, np.arange(n, dtype=np.int64))
     pf_resident = sum(1 for k in C.resident_keys(c) if C.flags(c, C.find(c, k)) & C.F_PF)
     assert pf_resident == c.meta[C.M_PF_RESIDENT]
@@ -231,12 +230,12 @@ def _ghost_keys(c):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(1, 12), st.integers(0, 2**32 - 1), st.booleans())
-def test_lists_with_ghosts_equal_a_reference(cap, seed, lru_log):
+@given(st.integers(1, 12), st.integers(0, 2**32 - 1))
+def test_lists_with_ghosts_equal_a_reference(cap, seed):
     """Resident LRU order, ghost FIFO order, flags and counters against a plain-Python model,
     with re-reads of ghosts (their entry is reused in place) noting F_WASGHOST."""
     rng = np.random.default_rng(seed)
-    c = C.new_cache(cap * 512, 512, lru_log=lru_log)
+    c = C.new_cache(cap * 512, 512)
     res: OrderedDict[int, int] = OrderedDict()  # key -> flags, least recent first
     ghosts: list[int] = []  # newest first
     unused = 0
@@ -286,32 +285,3 @@ def test_chunk_walk_equals_lookup():
         key = C.make_key(2, b)
         assert C.resident_at(c, C.chunk_base(c, key), key) == C.lookup(c, key)
         assert C.chunk_end(key) == C.make_key(2, (b // C.CHUNK + 1) * C.CHUNK)
-
-
-def test_lru_log_is_chosen_by_record_bytes():
-    small = C.new_cache(1 << 20, 4096)  # 256 blocks: 16 KiB of records
-    big_blocks = C.LOG_MIN_RECORD_BYTES // 32  # entries: resident and ghost, 32 bytes each
-    big = C.new_cache(big_blocks * 4096, 4096)
-    assert small.meta[C.M_LOG] == 0 and big.meta[C.M_LOG] == 1
-
-
-@pytest.mark.parametrize("detector,policy,bsize", [("linux-6", "auto", 4096),
-                                                   ("freebsd4", "auto", 16384),
-                                                   ("never", "none:bsize=8192", 8192)])
-def test_replay_rows_equal_with_lru_list_or_log(monkeypatch, detector, policy, bsize):
-    """A whole replay (read-ahead, ghosts, evictions, hits) gives the same summary with the
-    LRU order in a log as in a linked list, READs of one to several blocks."""
-    rng = np.random.default_rng(11)
-    n = 20000
-    f = rng.integers(0, 6, n)
-    off = (np.cumsum(rng.integers(1, 5, n)) * 6144) % (40 << 20)
-    cnt = rng.integers(1, 5, n) * 6144
-    s = ReadStream.from_arrays(f, off, cnt)
-    rows = []
-    for threshold in (0, 1 << 62):  # every cache a log; none
-        monkeypatch.setattr(C, "LOG_MIN_RECORD_BYTES", threshold)
-        r = replay(s, detector, "ideal", policy, cache=256 * bsize, profile="ide-7200",
-                   file_sizes=np.full(len(s.file_ids), 40 << 20))
-        rows.append(r.summary.to_dicts()[0])
-    assert repr(rows[0]) == repr(rows[1])  # bit for bit, NaN (no read-ahead's accuracy) too
-    assert rows[0]["misses"] > 0 and rows[0]["hits"] > 0

@@ -67,7 +67,7 @@ M_GCAP = 1  # ghost capacity (entries)
 M_NRES = 2
 M_NGHOST = 3
 M_RHEAD = 4  # resident list, head = most recently used
-M_RTAIL = 5  # (the list's LRU end; a resident log keeps no tail entry, see M_LOG)
+M_RTAIL = 5
 M_GHEAD = 6  # ghost list, head = newest
 M_GTAIL = 7
 M_FREE = 8  # free list (through nxt)
@@ -78,18 +78,7 @@ M_PF_RESIDENT = 12  # resident blocks still carrying F_PF
 M_EVICTIONS = 13  # all evictions
 M_BSIZE = 14  # block size in bytes (informational)
 M_CFREE = 15  # free chunk list (through cnext)
-M_LHEAD = 16  # resident log: the next position to write (positions count up, never wrap)
-M_LTAIL = 17  # resident log: the oldest position not yet passed by eviction
-M_LMASK = 18  # resident log length - 1 (a power of two)
-M_LOG = 19  # 1: the resident LRU order is a log (rlog), 0: a doubly linked list
-_META_LEN = 20
-
-#: Entry records (32 bytes each) above this many bytes keep the resident LRU order in a log
-#: rather than a linked list (``new_cache``): the records no longer fit a core's L2 cache
-#: (1 MiB on the machines measured), and an eviction's walk to the list's new tail is a chain
-#: of loads that miss it, which the log's sequential reads avoid; below it the linked list,
-#: whose moves and evictions scan no holes, is the faster.
-LOG_MIN_RECORD_BYTES = 2 << 20
+_META_LEN = 16
 
 # A key packs the dense file index above a 40-bit block number.
 KEY_SHIFT = 40
@@ -104,14 +93,12 @@ CHUNK = 1 << CHUNK_BITS
 
 # entry record words (one 32-byte record per entry: the fields an LRU step touches share a line)
 E_KEY = 0
-E_PREV = 1  # a ghost's link towards the newest ghost; a resident entry's resident log position
-E_POS = 1
-E_NXT = 2  # a ghost's link towards the oldest ghost; a free entry's free-list link
+E_PREV = 1
+E_NXT = 2
 E_SF = 3  # stamp << 8 | flags
 _E_WORDS = 4
 _FLAG_BITS = 8
 _FLAG_MASK = (1 << _FLAG_BITS) - 1
-_EVICT_AHEAD = 16  # log positions between a victim and the record prefetched for a later one
 
 
 class CacheState(NamedTuple):
@@ -120,7 +107,6 @@ class CacheState(NamedTuple):
     htab: np.ndarray  # int64[2H]: (chunk key + 1, chunk) pairs; 0 = empty
     slot: np.ndarray  # int32[E * CHUNK]: per chunk, 0 / e + 1 (resident) / -(e + 1) (ghost)
     cnext: np.ndarray  # int64[E]: next free chunk (free list)
-    rlog: np.ndarray  # int32[L]: resident entries in order of last use, -1 = moved on since
 
 
 def prefetch_counts(c: CacheState) -> tuple[int, int]:
@@ -128,10 +114,8 @@ def prefetch_counts(c: CacheState) -> tuple[int, int]:
     return int(c.meta[M_EVICT_UNUSED]), int(c.meta[M_PF_RESIDENT])
 
 
-def new_cache(capacity_bytes: int, block_size: int, lru_log: bool | None = None) -> CacheState:
-    """An empty cache of ``capacity_bytes // block_size`` blocks (at least one). ``lru_log``:
-    keep the LRU order in a log (True) or a linked list (False); by default a log when the
-    entry records take more than :data:`LOG_MIN_RECORD_BYTES`. Either gives the same LRU."""
+def new_cache(capacity_bytes: int, block_size: int) -> CacheState:
+    """An empty cache of ``capacity_bytes // block_size`` blocks (at least one)."""
     if block_size <= 0:
         raise SeqheurError(f"cache block size must be positive, not {block_size}")
     cap = int(capacity_bytes) // int(block_size)
@@ -158,16 +142,9 @@ def new_cache(capacity_bytes: int, block_size: int, lru_log: bool | None = None)
     ent[_E_WORDS * (n - 1) + E_NXT] = -1
     cnext = np.arange(1, n + 1, dtype=np.int64)
     cnext[-1] = -1
-    if lru_log is None:
-        lru_log = n * _E_WORDS * 8 > LOG_MIN_RECORD_BYTES
-    # room for the resident blocks and at least three times as many holes between
-    # compactions: each compaction moves at most ``cap`` entries, after >= 3 cap log writes
-    log_len = 1 << max(2, int(4 * cap - 1).bit_length()) if lru_log else 1
-    meta[M_LMASK] = log_len - 1
-    meta[M_LOG] = int(bool(lru_log))
     # zero = empty, so untouched pages of the two big tables are never faulted in
     return CacheState(meta, ent, np.zeros(2 << bits, np.int64), np.zeros(n * CHUNK, np.int32),
-                      cnext, np.full(log_len, -1, np.int32))
+                      cnext)
 
 
 def parse_size(text: str | int) -> int:
@@ -219,17 +196,7 @@ def entry_key(c: CacheState, e: int) -> int:
 @njit(cache=True, nogil=True, _nrt=False)
 def next_entry(c: CacheState, e: int) -> int:
     """The entry after ``e`` in its list (towards the LRU / oldest end), or -1."""
-    if (c.ent[uint64(_E_WORDS * e + E_SF)] & F_GHOST) != 0 or c.meta[M_LOG] == 0:
-        return c.ent[uint64(_E_WORDS * e + E_NXT)]
-    mask = c.meta[M_LMASK]
-    tail = c.meta[M_LTAIL]
-    p = c.ent[uint64(_E_WORDS * e + E_POS)] - 1
-    while p >= tail:
-        x = c.rlog[uint64(p & mask)]
-        if x >= 0:
-            return x
-        p -= 1
-    return -1
+    return c.ent[uint64(_E_WORDS * e + E_NXT)]
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -470,44 +437,12 @@ def _push_head(c: CacheState, e: int, head: int, tail: int) -> None:
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _log_compact(c: CacheState) -> int:
-    """Close the holes of the full resident log, keeping its order; the new next position."""
-    mask = c.meta[M_LMASK]
-    log = c.rlog
-    w = c.meta[M_LTAIL]
-    for r in range(c.meta[M_LTAIL], c.meta[M_LHEAD]):
-        e = log[uint64(r & mask)]
-        if e >= 0:
-            log[uint64(w & mask)] = e
-            c.ent[uint64(_E_WORDS * e + E_POS)] = w
-            w += 1
-    return w
-
-
-@njit(cache=True, nogil=True, _nrt=False, inline='always')
-def _log_push(c: CacheState, e: int) -> None:
-    """Make resident entry ``e`` the most recently used: the next position of the log."""
-    h = c.meta[M_LHEAD]
-    if h - c.meta[M_LTAIL] > c.meta[M_LMASK]:  # every position in use: squeeze the holes out
-        h = _log_compact(c)
-    c.rlog[uint64(h & c.meta[M_LMASK])] = e
-    c.ent[uint64(_E_WORDS * e + E_POS)] = h
-    c.meta[M_LHEAD] = h + 1
-    c.meta[M_RHEAD] = e
-
-
-@njit(cache=True, nogil=True, _nrt=False)
 def touch(c: CacheState, e: int) -> None:
-    """Move resident entry ``e`` to the most-recently-used end (in a log: its old position
-    becomes a hole, and it takes the next one; no neighbour's record is read)."""
+    """Move resident entry ``e`` to the most-recently-used end."""
     if c.meta[M_RHEAD] == e:
         return
-    if c.meta[M_LOG] != 0:
-        c.rlog[uint64(c.ent[uint64(_E_WORDS * e + E_POS)] & c.meta[M_LMASK])] = -1
-        _log_push(c, e)
-    else:
-        _unlink(c, e, M_RHEAD, M_RTAIL)
-        _push_head(c, e, M_RHEAD, M_RTAIL)
+    _unlink(c, e, M_RHEAD, M_RTAIL)
+    _push_head(c, e, M_RHEAD, M_RTAIL)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -519,8 +454,7 @@ def _free(c: CacheState, e: int) -> None:
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
-def _list_pop(c: CacheState) -> int:
-    """Take the least recently used entry off the resident list."""
+def _evict_one(c: CacheState) -> None:
     v = c.meta[M_RTAIL]
     _unlink(c, v, M_RHEAD, M_RTAIL)
     # The next victim is the new tail, untouched for a whole cache lifetime: start loading
@@ -531,38 +465,6 @@ def _list_pop(c: CacheState) -> int:
         if pp >= 0:
             _prefetch(c.ent, _E_WORDS * pp)
         _prefetch(c.htab, 2 * _home(c, c.ent[uint64(_E_WORDS * p + E_KEY)] >> CHUNK_BITS))
-    return v
-
-
-@njit(cache=True, nogil=True, _nrt=False, inline='always')
-def _log_pop(c: CacheState) -> int:
-    """Take the least recently used entry off the resident log: its oldest live position."""
-    mask = c.meta[M_LMASK]
-    log = c.rlog
-    t = c.meta[M_LTAIL]
-    v = log[uint64(t & mask)]
-    while v < 0:  # holes left by blocks used again since
-        t += 1
-        v = log[uint64(t & mask)]
-    c.meta[M_LTAIL] = t + 1
-    if c.meta[M_RHEAD] == v:  # the only resident block
-        c.meta[M_RHEAD] = -1
-    # The next victims are the log's next live positions, untouched for a whole cache
-    # lifetime: start loading the records of those a few positions on, and the hash line of
-    # one nearer (its record loaded by then), which no chain of loads holds up. Positions
-    # past the head hold stale entries or -1: a prefetch of them is wasted, never wrong.
-    a = log[uint64((t + _EVICT_AHEAD) & mask)]
-    if a >= 0:
-        _prefetch(c.ent, _E_WORDS * a)
-    b = log[uint64((t + _EVICT_AHEAD // 2) & mask)]
-    if b >= 0:
-        _prefetch(c.htab, 2 * _home(c, c.ent[uint64(_E_WORDS * b + E_KEY)] >> CHUNK_BITS))
-    return v
-
-
-@njit(cache=True, nogil=True, _nrt=False, inline='always')
-def _evict_one(c: CacheState) -> None:
-    v = _log_pop(c) if c.meta[M_LOG] != 0 else _list_pop(c)
     c.meta[M_NRES] -= 1
     c.meta[M_EVICTIONS] += 1
     if (c.ent[uint64(_E_WORDS * v + E_SF)] & F_PF) != 0:
@@ -630,10 +532,7 @@ def _insert(c: CacheState, key: int, flags: int, stamp: int, if_ghost: int) -> i
         c.meta[M_FREE] = ent[uint64(_E_WORDS * e + E_NXT)]
     ent[uint64(_E_WORDS * e + E_KEY)] = key
     ent[uint64(_E_WORDS * e + E_SF)] = (stamp << _FLAG_BITS) | flags
-    if c.meta[M_LOG] != 0:
-        _log_push(c, e)
-    else:
-        _push_head(c, e, M_RHEAD, M_RTAIL)
+    _push_head(c, e, M_RHEAD, M_RTAIL)
     c.meta[M_NRES] += 1
     if (flags & F_PF) != 0:
         c.meta[M_PF_RESIDENT] += 1
@@ -674,15 +573,8 @@ def lru_misses(files: np.ndarray, blocks: np.ndarray, c: CacheState) -> int:
 def resident_keys(c: CacheState) -> list[int]:
     """Resident keys from MRU to LRU (for tests and debugging; walks the list in Python)."""
     out = []
-    if c.meta[M_LOG] == 0:
-        e = int(c.meta[M_RHEAD])
-        while e >= 0:
-            out.append(int(c.ent[_E_WORDS * e + E_KEY]))
-            e = int(c.ent[_E_WORDS * e + E_NXT])
-        return out
-    mask = int(c.meta[M_LMASK])
-    for p in range(int(c.meta[M_LHEAD]) - 1, int(c.meta[M_LTAIL]) - 1, -1):
-        e = int(c.rlog[p & mask])
-        if e >= 0:
-            out.append(int(c.ent[_E_WORDS * e + E_KEY]))
+    e = int(c.meta[M_RHEAD])
+    while e >= 0:
+        out.append(int(c.ent[uint64(_E_WORDS * e + E_KEY)]))
+        e = int(c.ent[uint64(_E_WORDS * e + E_NXT)])
     return out
