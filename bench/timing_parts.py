@@ -8,7 +8,8 @@ process, K times each (default 11), in R rounds (default 3), CPU time of the thr
 
 * ``model``: as it is;
 * ``look-back looked up``: the tight loop over the cache's READs reads from a first run's
-  record whether a READ's bytes are in flight instead of walking its file's reads in flight;
+  record whether a READ's bytes are in flight instead of testing its file's span and
+  walking its file's reads in flight;
 * ``drive looked up``: each request's service time is read from the record instead of the
   drive model working it out (the same times: the run takes the same course);
 * ``drive and queue looked up``: the queue also hands the drive the requests in the first
@@ -66,18 +67,18 @@ PATCHES = [
      "    if np.int64(d.rec[2, 0]) & 8:\n        k = np.int64(d.rec[2, 1])\n        d.rec[2, 1] += 1\n"
      "        d.rec[1, k] = j\n        d.rec[0, j] = service\n"
      "    return j, service, head, tail, end"),
-    ("                            or _overlap_in_flight(x, op_ptr, w.file_ops[file[x]],\n"
-     "                                                  w.live_tail[file[x]], file, offset, nbytes,\n"
-     "                                                  op_off, op_len, w) != NO_LINK):\n",
-     "                            or _tight_lookback(d, x, op_ptr, w.file_ops[file[x]],\n"
-     "                                               w.live_tail[file[x]], file, offset, nbytes,\n"
-     "                                               op_off, op_len, w)):\n"),
+    ("                            or (_in_span(x, file, offset, nbytes, w) and _overlap_in_flight(\n"
+     "                                x, op_ptr, w.file_ops[file[x]], w.live_tail[file[x]], file,\n"
+     "                                offset, nbytes, op_off, op_len, w) != NO_LINK)):\n",
+     "                            or _tight_lookback(d, x, op_ptr, file, offset, nbytes, op_off,\n"
+     "                                               op_len, w)):\n"),
     ("@njit(cache=True, nogil=True, _nrt=False, inline=\"always\")\ndef _wait_for(",
      "@njit(cache=True, nogil=True, _nrt=False, inline=\"always\")\n"
-     "def _tight_lookback(d, x, lo, before, j, file, offset, nbytes, op_off, op_len, w):\n"
+     "def _tight_lookback(d, x, lo, file, offset, nbytes, op_off, op_len, w):\n"
      "    if np.int64(d.rec[2, 0]) & 4:\n        return d.rec[3, x] != 0.0\n"
-     "    hit = _overlap_in_flight(x, lo, before, j, file, offset, nbytes, op_off, op_len,\n"
-     "                             w) != NO_LINK\n"
+     "    hit = _in_span(x, file, offset, nbytes, w) and _overlap_in_flight(\n"
+     "        x, lo, w.file_ops[file[x]], w.live_tail[file[x]], file, offset, nbytes, op_off,\n"
+     "        op_len, w) != NO_LINK\n"
      "    if np.int64(d.rec[2, 0]) & 8:\n        d.rec[3, x] = 1.0 if hit else 0.0\n"
      "    return hit\n\n\n"
      "@njit(cache=True, nogil=True, _nrt=False, inline=\"always\")\ndef _wait_for("),
