@@ -676,6 +676,9 @@ RING_FULL = 2  # reads in flight too far apart for the ring of their state (Wait
 #: more starts again with one for every read.
 OP_RING = 1 << 16
 
+#: A file offset above every read's (:attr:`Waits.span` of a file with none in flight).
+SPAN_NONE = np.int64(1 << 62)
+
 
 class Waits(NamedTuple):
     """Which disk reads the READs wait for. Per outstanding READ, at the slot number it took
@@ -706,6 +709,10 @@ class Waits(NamedTuple):
     node_r: np.ndarray  # int64[nodes]: the waiting READ
     node_slot: np.ndarray  # int64[nodes]: its slot number
     node_next: np.ndarray  # int64[nodes]: the next node (of the read's list or the free list)
+    # int64[2 * files]: per file f, its reads in flight lie within [span[2f], span[2f + 1])
+    # (file offsets; SPAN_NONE, -SPAN_NONE: none in flight): a READ of bytes outside it
+    # overlaps none of them, and the tight loop over the cache's READs skips the look-back
+    span: np.ndarray
 
 
 @njit(cache=True, nogil=True)
@@ -729,14 +736,26 @@ def new_waits(op_req, nfiles, slots, ring):
                  np.full(ring, NO_LINK, np.int64), np.zeros(nfiles, np.int64),
                  np.full(nfiles, NO_LINK, np.int64), np.empty(ring, np.int64),
                  np.empty(ring, np.int64), np.empty(ring, np.int64), np.empty(ring, np.int64),
-                 np.empty(nodes, np.int64), np.empty(nodes, np.int64), node_next)
+                 np.empty(nodes, np.int64), np.empty(nodes, np.int64), node_next,
+                 _no_spans(nfiles))
+
+
+@njit(cache=True, nogil=True)
+def _no_spans(nfiles):
+    """:attr:`Waits.span` with no read in flight."""
+    span = np.empty(2 * nfiles, np.int64)
+    span[0::2] = SPAN_NONE
+    span[1::2] = -SPAN_NONE
+    return span
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
-def _issued(x, slot, file, op_req, op_file, op_ptr, w):
+def _issued(x, slot, file, op_req, d, op_ptr, w):
     """READ x is issued into ``slot``: its disk reads (from ``op_ptr`` on, those of
-    ``op_req == x``) are ranked among their file's and in flight until the disk says so.
-    Returns the next read, or NO_LINK when one finds its place in the ring still taken."""
+    ``op_req == x``; ``d``: the disk's reads, :class:`Disk`) are ranked among their file's
+    and in flight until the disk says so, within their file's span in flight. Returns the
+    next read, or NO_LINK when one finds its place in the ring still taken."""
+    op_file = d.op_file
     m = op_file.size
     mask = _ring_mask(w.op_rank)
     w.file_ops_before[slot] = w.file_ops[file[x]]
@@ -746,6 +765,12 @@ def _issued(x, slot, file, op_req, op_file, op_ptr, w):
         if w.op_rank[k] != NO_LINK:  # read op_ptr - ring is still in flight
             return NO_LINK
         f = op_file[op_ptr]
+        lo = d.op_off[op_ptr]
+        hi = lo + d.op_len[op_ptr]
+        if lo < w.span[2 * f]:
+            w.span[2 * f] = lo
+        if hi > w.span[2 * f + 1]:
+            w.span[2 * f + 1] = hi
         w.op_rank[k] = w.file_ops[f]
         w.file_ops[f] += 1
         last = w.live_tail[f]
@@ -763,7 +788,7 @@ def _issued(x, slot, file, op_req, op_file, op_ptr, w):
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _issue_read(x, now, issue, arr_r, arr_seq, arr_slot, issued, seq, free_slot, nfree, file,
-                op_req, op_file, op_lo, w):
+                op_req, d, op_lo, w):
     """:func:`_exact_loop`: the client issues READ x at ``now`` into the next free slot; it
     joins the READs on their way to the server (the ring ``arr_*``, in issue order, with
     sequence number ``seq``); its disk reads start at ``op_lo``. Returns the READs issued,
@@ -774,13 +799,13 @@ def _issue_read(x, now, issue, arr_r, arr_seq, arr_slot, issued, seq, free_slot,
     arr_seq[q] = seq
     nfree -= 1
     arr_slot[q] = free_slot[nfree]
-    op_end = _issued(x, free_slot[nfree], file, op_req, op_file, op_lo, w)
+    op_end = _issued(x, free_slot[nfree], file, op_req, d, op_lo, w)
     return issued + 1, seq + 1, nfree, op_end
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _process_issues(f, k, cl, now, issue, arr_r, arr_seq, arr_slot, issued, seq, free_slot,
-                    nfree, file, op_req, op_file, w):
+                    nfree, file, op_req, d, w):
     """:func:`_exact_loop`, ``clients=per-file``: process f issues its next k READs (fewer
     at its last) at ``now`` (:func:`_issue_read`). Returns the READs issued, the next
     sequence number and the free slots left."""
@@ -790,7 +815,7 @@ def _process_issues(f, k, cl, now, issue, arr_r, arr_seq, arr_slot, issued, seq,
         x = cl.reads[cl.next[f]]
         cl.next[f] += 1
         issued, seq, nfree, _ = _issue_read(x, now, issue, arr_r, arr_seq, arr_slot, issued,
-                                            seq, free_slot, nfree, file, op_req, op_file,
+                                            seq, free_slot, nfree, file, op_req, d,
                                             cl.op_first[x], w)
     return issued, seq, nfree
 
@@ -844,6 +869,15 @@ def _overlap_in_flight(x, lo, before, j, file, offset, nbytes, op_off, op_len, w
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _in_span(x, file, offset, nbytes, w):
+    """Whether READ x's bytes meet its file's span of reads in flight (:attr:`Waits.span`):
+    if not, no read in flight holds any of them (:func:`_overlap_in_flight` finds none)."""
+    f = file[x]
+    a = offset[x]
+    return w.span[2 * f] < a + nbytes[x] and a < w.span[2 * f + 1]
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _wait_for(j, r, slot, w, free):
     """READ r (in ``slot``) waits for disk read j: a node from the free list into j's list
     of waiters, kept in READ order (CPU events come nearly in READ order: almost always an
@@ -877,8 +911,10 @@ def _wait_for(j, r, slot, w, free):
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
-def _read_done(j, f, w):
-    """Disk read j (of file f) is done: no longer in flight, its place in the ring free."""
+def _read_done(j, f, d, w):
+    """Disk read j (of file f) is done: no longer in flight, its place in the ring free. A
+    read at an end of its file's span in flight (:class:`Waits`) has the span worked out
+    again from the reads left."""
     mask = _ring_mask(w.op_rank)
     k = j & mask
     after = w.live_next[k]
@@ -890,6 +926,18 @@ def _read_done(j, f, w):
     if before != NO_LINK:
         w.live_next[before & mask] = after
     w.op_rank[k] = NO_LINK
+    if d.op_off[j] == w.span[2 * f] or d.op_off[j] + d.op_len[j] == w.span[2 * f + 1]:
+        lo = SPAN_NONE
+        hi = -SPAN_NONE
+        i = w.live_tail[f]
+        while i != NO_LINK:
+            a = d.op_off[i]
+            b = a + d.op_len[i]
+            lo = a if a < lo else lo
+            hi = b if b > hi else hi
+            i = w.live_prev[i & mask]
+        w.span[2 * f] = lo
+        w.span[2 * f + 1] = hi
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -901,7 +949,7 @@ def _request_done(j, d, w, free, ready_r, ready_slot):
     many, and the node pool's free list. At most one READ a slot: ``slots`` entries."""
     nready = 0
     while j != NO_LINK:
-        _read_done(j, d.op_file[j], w)
+        _read_done(j, d.op_file[j], d, w)
         k = w.w_head[j & _ring_mask(w.w_head)]
         while k != NO_LINK:
             slot = w.node_slot[k]
@@ -1020,7 +1068,7 @@ def _ring_size(slots):
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _issue(r, free_at, mask, think, arrive, last_issue, keep_times, issue, free_slot, nfree,
-           issued_at, file, op_req, op_file, op_ptr, w, half_rtt, cpu_s, nbytes, rsize):
+           issued_at, file, op_req, d, op_ptr, w, half_rtt, cpu_s, nbytes, rsize):
     """Issue READ ``r`` into a free slot: at the later of its slot's release (``free_at``, a
     ring), its trace time (with think time) and the READ before's issue (the client issues
     in order). Returns (its issue time, when it reaches its nfsd's CPU, its slot, the free
@@ -1033,7 +1081,7 @@ def _issue(r, free_at, mask, think, arrive, last_issue, keep_times, issue, free_
     nfree -= 1
     slot = free_slot[nfree]
     issued_at[slot] = t
-    op_ptr = _issued(r, slot, file, op_req, op_file, op_ptr, w)
+    op_ptr = _issued(r, slot, file, op_req, d, op_ptr, w)
     return t, t_cpu, slot, nfree, op_ptr
 
 
@@ -1484,9 +1532,9 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                                               half_rtt, cpu_s, nbytes, rsize)
                     if ((disk_busy and t >= disk_t)
                             or (x + 1 < known and cpu_s > 0.0 and nbytes[x] > rsize)
-                            or _overlap_in_flight(x, op_ptr, w.file_ops[file[x]],
-                                                  w.live_tail[file[x]], file, offset, nbytes,
-                                                  op_off, op_len, w) != NO_LINK):
+                            or (_in_span(x, file, offset, nbytes, w) and _overlap_in_flight(
+                                x, op_ptr, w.file_ops[file[x]], w.live_tail[file[x]], file,
+                                offset, nbytes, op_off, op_len, w) != NO_LINK)):
                         break  # the steps below take it
                     last_issue = t_issue
                     if keep_times:
@@ -1503,7 +1551,7 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                     break
             last_issue, t, slot, nfree, op_ptr = _issue(
                 nxt, free_at, mask, think, arrive, last_issue, keep_times, issue, free_slot,
-                nfree, issued_at, file, op_req, d.op_file, op_ptr, w, half_rtt, cpu_s, nbytes,
+                nfree, issued_at, file, op_req, d, op_ptr, w, half_rtt, cpu_s, nbytes,
                 rsize)
             if op_ptr == NO_LINK:
                 return busy, disk_free_at, RING_FULL, last_done
@@ -1548,7 +1596,7 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                 cpu_len == 1 and (cpu_s == 0.0 or nbytes[cpu_r[cpu_head]] <= rsize)):
             last_issue, t, slot, nfree, op_ptr = _issue(
                 nxt, free_at, mask, think, arrive, last_issue, keep_times, issue, free_slot,
-                nfree, issued_at, file, op_req, d.op_file, op_ptr, w, half_rtt, cpu_s, nbytes,
+                nfree, issued_at, file, op_req, d, op_ptr, w, half_rtt, cpu_s, nbytes,
                 rsize)
             if op_ptr == NO_LINK:
                 return busy, disk_free_at, RING_FULL, last_done
@@ -1745,11 +1793,11 @@ def _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                     for f in cl.order:
                         issued, seq, nfree = _process_issues(
                             f, slots, cl, now, issue, arr_r, arr_seq, arr_slot, issued, seq,
-                            free_slot, nfree, file, op_req, d.op_file, w)
+                            free_slot, nfree, file, op_req, d, w)
                 else:  # the process whose READ came back issues its next one
                     issued, seq, nfree = _process_issues(
                         file[r], 1, cl, now, issue, arr_r, arr_seq, arr_slot, issued, seq,
-                        free_slot, nfree, file, op_req, d.op_file, w)
+                        free_slot, nfree, file, op_req, d, w)
                 continue
             # issue READs in trace order while a slot is free and their time has come
             while free_slots > 0 and nxt < n:
@@ -1762,7 +1810,7 @@ def _exact_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
                     break
                 issued, seq, nfree, op_ptr = _issue_read(nxt, now, issue, arr_r, arr_seq,
                                                          arr_slot, issued, seq, free_slot,
-                                                         nfree, file, op_req, d.op_file,
+                                                         nfree, file, op_req, d,
                                                          op_ptr, w)
                 if op_ptr == NO_LINK:
                     return busy, disk_free_at, RING_FULL
