@@ -190,11 +190,13 @@ class Drive(NamedTuple):
     # which the waits re-read (:func:`wait_hits`)
     ranks: np.ndarray  # int64[RANK_MAX]: price_after's LRU places of resident blocks
     ways: np.ndarray  # int64[WAYS_MAX, 6]: choose_reads' ways to price (:func:`_add_way`)
-    plan: np.ndarray  # int64[3]: choose_reads' calls so far (its decisions, numbered from
-    # 0), the rows of ``forced`` and the next of them to apply (:func:`run_oracle`'s rollouts)
-    forced: np.ndarray  # int64[F, 6]: ways imposed, in decision order: (decision, first
-    # read's last block, second's, read-ahead lo, hi, look ahead reading ahead)
-    log: np.ndarray  # int64[L, LOG_WAYS, 5]: the first L decisions' ways (as in ``forced``)
+    plan: np.ndarray  # int64[4]: choose_reads' calls so far (its decisions, numbered from
+    # 0), the rows of ``forced`` and the next of them to apply (:func:`run_oracle`'s
+    # rollouts); the blocks per disk read of the way chosen last (0: each read whole)
+    forced: np.ndarray  # int64[F, 7]: ways imposed, in decision order: (decision, first
+    # read's last block, second's, read-ahead lo, hi, look ahead reading ahead, blocks per
+    # disk read (0: each read whole))
+    log: np.ndarray  # int64[L, LOG_WAYS, 6]: the first L decisions' ways (as in ``forced``)
     log_s: np.ndarray  # float64[L, LOG_WAYS]: and their prices with the look ahead
     log_n: np.ndarray  # int64[L, 2]: per decision, the ways logged and which was chosen
 
@@ -225,9 +227,9 @@ def _plan_of(forced: np.ndarray | None, log_decisions: int) -> tuple:
     """:class:`Drive`'s ``plan``, ``forced``, ``log``, ``log_s`` and ``log_n``: the ways
     imposed (rows of :attr:`Drive.forced`) and room to log the first ``log_decisions``
     decisions' ways (0: none, as in every replay but a rollout's)."""
-    f = np.zeros((0, 6), np.int64) if forced is None else np.ascontiguousarray(forced, np.int64)
-    plan = np.array([0, f.shape[0], 0], np.int64)
-    return (plan, f, np.zeros((log_decisions, LOG_WAYS, 5), np.int64),
+    f = np.zeros((0, 7), np.int64) if forced is None else np.ascontiguousarray(forced, np.int64)
+    plan = np.array([0, f.shape[0], 0, 0], np.int64)
+    return (plan, f, np.zeros((log_decisions, LOG_WAYS, 6), np.int64),
             np.zeros((log_decisions, LOG_WAYS), np.float64),
             np.zeros((log_decisions, 2), np.int64))
 
@@ -1406,14 +1408,14 @@ def _add_way(ways, m, kind, end1, end2, lo, hi, ahead):
 
 
 @njit(nogil=True, _nrt=False)
-def _note(dr, d, e1, e2, lo, hi, ahead, s):
-    """Log way (e1, e2, lo, hi, ahead) priced ``s`` at decision ``d`` (when it fits and is
-    not logged already); returns its row (-1: not logged)."""
+def _note(dr, d, e1, e2, lo, hi, ahead, s, piece=0):
+    """Log way (e1, e2, lo, hi, ahead, piece) priced ``s`` at decision ``d`` (when it fits
+    and is not logged already); returns its row (-1: not logged)."""
     lg = dr.log
     n = dr.log_n[d, 0]
     for i in range(n):
         if lg[d, i, 0] == e1 and lg[d, i, 1] == e2 and lg[d, i, 2] == lo and \
-                lg[d, i, 3] == hi and lg[d, i, 4] == ahead:
+                lg[d, i, 3] == hi and lg[d, i, 4] == ahead and lg[d, i, 5] == piece:
             return i
     if n >= lg.shape[1]:
         return -1
@@ -1422,6 +1424,7 @@ def _note(dr, d, e1, e2, lo, hi, ahead, s):
     lg[d, n, 2] = lo
     lg[d, n, 3] = hi
     lg[d, n, 4] = ahead
+    lg[d, n, 5] = piece
     dr.log_s[d, n] = s
     dr.log_n[d, 0] = n + 1
     return n
@@ -1437,13 +1440,53 @@ def _note_priced(dr, c, fut, fsize, bsize, stamp, f, start, e1, e2, lo, hi, ahea
 
 
 @njit(nogil=True, _nrt=False)
-def _note_more(dr, c, fut, fsize, bsize, stamp, f, start, last, far, d):
+def price_pieces(dr, f, a, b, bsize, eof, piece, fresh):
+    """Seconds of blocks a..b of file ``f`` read in disk reads of ``piece`` blocks each (the
+    last shorter), back to back on the trial drive (from the drive's state when
+    ``fresh``)."""
+    s = 0.0
+    while a <= b:
+        e = min(b, a + piece - 1)
+        s += price(dr, f, a * bsize, R.op_bytes(a, e - a + 1, bsize, eof), fresh)
+        fresh = False
+        a = e + 1
+    return s
+
+
+@njit(nogil=True, _nrt=False)
+def price_in_pieces(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi, ahead,
+                    piece):
+    """:func:`price_reads` with each of the way's reads in disk reads of ``piece`` blocks."""
+    eof = fsize[f]
+    s = price_pieces(dr, f, start, end1, bsize, eof, piece, True)
+    if end2 > end1:
+        s += price_pieces(dr, f, end1 + 1, end2, bsize, eof, piece, False)
+    return s + price_later(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead)
+
+
+@njit(nogil=True, _nrt=False)
+def _note_more(dr, c, fut, fsize, bsize, stamp, f, start, last, far, d, best1, best2, lo, hi,
+               ahead):
     """Log the ways a rollout may try beyond the table's: the demand alone, the read-ahead
-    in the same read and in a read of its own (each once)."""
+    in the same read and in a read of its own (each once); with a drive cache, the way
+    chosen (``best1``, ``best2``, lo..hi) and the read-ahead in the same read in disk reads
+    of a drive segment each, when a read is longer (after each read the drive reads ahead
+    while the host turns the command round, streaming on)."""
     if far > last:
         _note_priced(dr, c, fut, fsize, bsize, stamp, f, start, last, -1, far + 1, far, 1, d)
         _note_priced(dr, c, fut, fsize, bsize, stamp, f, start, far, -1, last + 1, far, 1, d)
         _note_priced(dr, c, fut, fsize, bsize, stamp, f, start, last, far, last + 1, far, 1, d)
+    piece = dr.ip[I_SEGBYTES] // bsize if dr.ip[I_NSEG] > 0 else 0
+    if piece <= 0:
+        return
+    if best1 - start + 1 > piece or best2 - best1 > piece:
+        s = price_in_pieces(dr, c, fut, fsize, bsize, stamp, f, start, best1, best2, lo, hi,
+                            ahead != 0, piece)
+        _note(dr, d, best1, best2, lo, hi, ahead, s, piece)
+    if far - start + 1 > piece:
+        s = price_in_pieces(dr, c, fut, fsize, bsize, stamp, f, start, far, -1, last + 1, far,
+                            True, piece)
+        _note(dr, d, far, -1, last + 1, far, 1, s, piece)
 
 
 @njit(nogil=True, _nrt=False)
@@ -1523,10 +1566,14 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     with a few more the table does not price); neither changes any other choice."""
     d = dr.plan[0]  # this decision's number
     dr.plan[0] = d + 1
+    dr.plan[3] = 0
     i = dr.plan[2]
     if i < dr.plan[1] and dr.forced[i, 0] == d:
         dr.plan[2] = i + 1
         w = dr.forced
+        if w[i, 6] > 0:  # in disk reads of a few blocks each (no wait priced)
+            dr.plan[3] = w[i, 6]
+            return w[i, 1], w[i, 2], 0
         s = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, w[i, 1], w[i, 2], w[i, 3],
                         w[i, 4], w[i, 5] != 0)
         return _waited(dr, c, fut, fsize, bsize, stamp, f, start, w[i, 1], w[i, 2], w[i, 3],
@@ -1608,7 +1655,8 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
         if logging:
             _note_priced(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1,
                          1, d)
-            _note_more(dr, c, fut, fsize, bsize, stamp, f, start, last, far, d)
+            _note_more(dr, c, fut, fsize, bsize, stamp, f, start, last, far, d, best1, -1,
+                       last + 1, best1, 1)
         return best1, -1, 0  # one way only
     # the table of ways, in the order they are priced (ties keep the earlier): each a
     # first read's end and a second's, the read-ahead it keeps; a way that reads over to a
@@ -1695,7 +1743,8 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     if logging:
         dr.log_n[d, 1] = _note(dr, d, best1, best2, best_lo, best_hi, 1 if best_ahead else 0,
                                best)
-        _note_more(dr, c, fut, fsize, bsize, stamp, f, start, last, far, d)
+        _note_more(dr, c, fut, fsize, bsize, stamp, f, start, last, far, d, best1, best2,
+                   best_lo, best_hi, 1 if best_ahead else 0)
     # the way chosen after a wait for the drive's read-ahead, when its first read lands in
     # the segment being filled, past where the read-ahead got
     return _waited(dr, c, fut, fsize, bsize, stamp, f, start, best1, best2, best_lo, best_hi,
@@ -1714,6 +1763,15 @@ def issue(world, f, start, last, eof, stamp):
         dr.last[0] = f
         dr.last[1] = start * bsize
         dr.last[2] = ln
+
+
+@njit(nogil=True, _nrt=False)
+def issue_pieces(world, f, start, last, eof, stamp, piece):
+    """Read blocks start..last of file f in disk reads of ``piece`` blocks each."""
+    while start <= last:
+        e = min(last, start + piece - 1)
+        issue(world, f, start, e, eof, stamp)
+        start = e + 1
 
 
 @njit(nogil=True, _nrt=False)
@@ -1891,9 +1949,15 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                     continue
                 R.insert_block(c, f, b, stamp, d_lo, d_hi, 0, ctr, req)
             wait(world, n_wait, stamp)
-            issue(world, f, start, end1, eof, stamp)
-            if end2 > end1:
-                issue(world, f, end1 + 1, end2, eof, stamp)
+            piece = dr.plan[3]  # blocks per disk read (a rollout's way; 0: whole)
+            if piece > 0:
+                issue_pieces(world, f, start, end1, eof, stamp, piece)
+                if end2 > end1:
+                    issue_pieces(world, f, end1 + 1, end2, eof, stamp, piece)
+            else:
+                issue(world, f, start, end1, eof, stamp)
+                if end2 > end1:
+                    issue(world, f, end1 + 1, end2, eof, stamp)
     R.end_request(f, off, cnt, fs, req)
     return seq
 
@@ -1980,7 +2044,7 @@ def rollouts(replay: Any) -> dict[str, Any]:
     ``ROLLOUT_MAX`` rollouts. ``replay(forced, log_decisions)``: (summary, Drive) of one
     replay with the ways ``forced`` imposed."""
     out, dr = replay(None, ROLLOUT_LOG)
-    forced = np.zeros((0, 6), np.int64)
+    forced = np.zeros((0, 7), np.int64)
     tried = 0
     d = 0
     while d < min(int(dr.plan[0]), ROLLOUT_LOG) and tried < ROLLOUT_MAX:
