@@ -592,9 +592,9 @@ def test_oracle_beats_every_detector_on_former_counterexamples(case: dict) -> No
     check_bound_and_oracle(**case)
 
 
-@pytest.mark.xfail(strict=True, reason="the oracle is not optimal on every trace yet "
-                   "(docs/bound.md, 'Where the oracle loses')")
 @settings(max_examples=30, deadline=None)
+@example(**ROLLOUT)
+@example(**PIECES)
 @given(s=streams(), profile=st.sampled_from(PROFILES),
        cache_blocks=st.sampled_from([2, 4, 16, 1024]),
        extra=st.lists(st.sampled_from([0, 0, 100, K8 + 1, 1 << 20]), min_size=4, max_size=4))
