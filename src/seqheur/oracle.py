@@ -1589,7 +1589,9 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
                         w[i, 4], w[i, 5] != 0)
         return _waited(dr, c, fut, fsize, bsize, stamp, f, start, w[i, 1], w[i, 2], w[i, 3],
                        w[i, 4], w[i, 5] != 0, s)
-    logging = d < dr.log_n.shape[0]
+    # logged up to the log's room, after the last way imposed (the decisions before it are
+    # the run's it was imposed on, whose log a rollout has already read)
+    logging = d < dr.log_n.shape[0] and (dr.plan[1] == 0 or d > dr.forced[dr.plan[1] - 1, 0])
     best1 = far
     eof = fsize[f]
     if far > last:
@@ -2038,7 +2040,7 @@ def run_oracle(stream: ReadStream, sizes: np.ndarray | None, *, cache_bytes: int
 
 
 ROLLOUT_READS = 1000  # the longest trace (READs) whose choices run_oracle improves by rollouts
-ROLLOUT_MAX = 16  # rollouts per trace at most
+ROLLOUT_MAX = 8  # rollouts per trace at most (bound's cost on the law's traces)
 ROLLOUT_CLOSE = 0.2  # a way is tried when its look-ahead price is within this of the chosen's
 ROLLOUT_LOG = 256  # decisions logged (and so open to a rollout) per replay
 
