@@ -738,13 +738,10 @@ def _oracle_seconds(s: ReadStream, profile: str, cache_blocks: int, extra: list[
     from seqheur import oracle
 
     sizes = observed_file_sizes(s) + np.array(extra[:s.n_files], np.int64)
-    saved = oracle.ROLLOUT_READS
-    oracle.ROLLOUT_READS = saved if rollouts else -1
-    try:
-        return oracle.run_oracle(s, sizes, cache_bytes=cache_blocks * 16384, block_size=16384,
-                                 profile=profile)["disk_seconds"]
-    finally:
-        oracle.ROLLOUT_READS = saved
+    return oracle.run_oracle(s, sizes, cache_bytes=cache_blocks * 16384, block_size=16384,
+                             profile=profile,
+                             rollout_reads=oracle.ROLLOUT_READS if rollouts else -1
+                             )["disk_seconds"]
 
 
 @settings(max_examples=25, deadline=None)

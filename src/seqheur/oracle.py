@@ -2004,11 +2004,19 @@ class OracleReplayer(Replayer):
                            E.no_decision, oracle_serve, E.admit_replay, E.record_replay)
 
 
+ROLLOUT_READS = 1000  # the longest trace (READs) whose choices run_oracle improves by rollouts
+ROLLOUT_MAX = 8  # rollouts per trace at most (bound's cost on the law's traces)
+ROLLOUT_CLOSE = 0.2  # a way is tried when its look-ahead price is within this of the chosen's
+ROLLOUT_LOG = 256  # decisions logged (and so open to a rollout) per replay
+
+
 def run_oracle(stream: ReadStream, sizes: np.ndarray | None, *, cache_bytes: int,
                block_size: int, profile: Any, layout: Any = None, drive_cache: bool = True,
-               timing: Any = None, refs: Refs | None = None) -> dict[str, Any]:
+               timing: Any = None, refs: Refs | None = None,
+               rollout_reads: int = ROLLOUT_READS) -> dict[str, Any]:
     """Replay ``stream`` through the oracle; the summary row (``seqheur.metrics`` columns).
-    ``refs``: the stream's :class:`Refs` at these sizes, if already computed."""
+    ``refs``: the stream's :class:`Refs` at these sizes, if already computed;
+    ``rollout_reads``: the longest trace (READs) improved by rollouts (-1: none)."""
     from .disk.model import DiskModel, Layout
 
     model = None
@@ -2031,18 +2039,12 @@ def run_oracle(stream: ReadStream, sizes: np.ndarray | None, *, cache_bytes: int
         rp.feed(stream)
         return rp.summary(), rp.world.drive
 
-    if model is None or len(stream) > ROLLOUT_READS:
+    if model is None or len(stream) > rollout_reads:
         out = replay(None, 0)[0]
     else:
         out = rollouts(replay)
     out["detector"] = out["policy"] = "oracle"
     return out
-
-
-ROLLOUT_READS = 1000  # the longest trace (READs) whose choices run_oracle improves by rollouts
-ROLLOUT_MAX = 8  # rollouts per trace at most (bound's cost on the law's traces)
-ROLLOUT_CLOSE = 0.2  # a way is tried when its look-ahead price is within this of the chosen's
-ROLLOUT_LOG = 256  # decisions logged (and so open to a rollout) per replay
 
 
 def rollouts(replay: Any) -> dict[str, Any]:
