@@ -127,15 +127,13 @@ def speed_child(out: str, n: int, reps: int) -> None:
     Path(out).write_text(json.dumps(cpu))
 
 
-def model_child(n: int, reps: int) -> None:
-    """Time closed_loop.run and its summary alone on the benchmark's inputs; print JSON."""
-    import time
-
+def testbed_replayer(n: int):
+    """The benchmark's stream of ``n`` READs fed to a replay with the paper's testbed
+    closed-loop model (``freebsd4``, 256 MiB, ``ide-7200``): the model's inputs."""
     sys.path.insert(0, str(ROOT / "bench"))
     from bench_detect import make_stream
 
     from seqheur.replay import Replayer, observed_file_sizes
-    from seqheur.timing import closed_loop as CL
 
     stream = make_stream(n)
     rp = Replayer(stream.file_ids, detector="freebsd4", table="nfsheur:64x4",
@@ -143,6 +141,16 @@ def model_child(n: int, reps: int) -> None:
                   file_sizes=observed_file_sizes(stream), per_request=False,
                   timing="closed-loop:preset=paper-testbed")
     rp.feed(stream)
+    return rp
+
+
+def model_child(n: int, reps: int) -> None:
+    """Time closed_loop.run and its summary alone on the benchmark's inputs; print JSON."""
+    import time
+
+    from seqheur.timing import closed_loop as CL
+
+    rp = testbed_replayer(n)
     params, inputs = rp.timing.params, rp.timing_inputs()
     first = CL.run(params, inputs).summary(1)  # warm-up: compiles or loads the kernels
     cpu = []

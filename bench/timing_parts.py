@@ -105,18 +105,12 @@ def child(n: int, reps: int, rounds: int) -> None:
     import numpy as np
 
     sys.path.insert(0, str(ROOT / "bench"))
-    from bench_detect import make_stream
+    from ab_timing import testbed_replayer
 
-    from seqheur.replay import Replayer, observed_file_sizes
     from seqheur.timing import closed_loop as CL
 
-    stream = make_stream(n)
     CL.REC[0] = np.zeros((4, 1))
-    rp = Replayer(stream.file_ids, detector="freebsd4", table="nfsheur:64x4",
-                  policy="freebsd4-cluster", cache=256 << 20, profile="ide-7200",
-                  file_sizes=observed_file_sizes(stream), per_request=False,
-                  timing="closed-loop:preset=paper-testbed")
-    rp.feed(stream)
+    rp = testbed_replayer(n)
     params, inputs = rp.timing.params, rp.timing_inputs()
     m = inputs.op_request.size
     rec = np.zeros((4, max(m, inputs.time_ns.size) + 1))
