@@ -71,8 +71,10 @@ def check_laws(r, det: str, table: str, policy: str = "auto") -> None:
 #: One (detector, table, policy) per detector, together naming every table and policy above.
 #: The engine's loop compiles once per such choice of steps (a few seconds each on a cold
 #: numba cache), so the default run draws from these; the slow test draws the whole matrix.
-COVERING = [("freebsd4", "freebsd4", "auto"), ("freebsd", "nfsheur:8x2", POLICIES[6]),
-            ("slowdown", "ellard", "fixed:3"), ("cursor", "raparms:threads=2", POLICIES[5]),
+COVERING = [("freebsd4", "freebsd4", "auto"),
+            ("freebsd", "nfsheur:8x2", "freebsd-cluster:bsize=4096:read_min=2"),
+            ("slowdown", "ellard", "fixed:3"),
+            ("cursor", "raparms:threads=2", "freebsd4-cluster:bsize=8192"),
             ("zfetch", "ideal", "freebsd-cluster"), ("always", "freebsd4", "freebsd4-cluster"),
             ("never", "ideal", "none"), ("linux-2.6.32", "raparms:threads=2", "auto"),
             ("linux-3.12", "nfsheur:8x2", "auto")]
