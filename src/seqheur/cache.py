@@ -296,6 +296,34 @@ def lookup(c: CacheState, key: int) -> int:
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
+def locate(c: CacheState, key: int) -> tuple[int, int]:
+    """(:func:`lookup` of ``key``, the index of its slot in ``c.slot`` or -1 when no block of
+    its chunk is known): the slot index is the hint :func:`lookup_hinted` takes."""
+    k = _chunk_of(c, key)
+    if k < 0:
+        return -1, -1
+    pos = (k << CHUNK_BITS) | (key & (CHUNK - 1))
+    v = np.int64(c.slot[uint64(pos)])
+    return (v - 1 if v > 0 else -1), pos
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def lookup_hinted(c: CacheState, key: int, hint: int) -> tuple[int, int]:
+    """:func:`locate` of ``key``, first trying the chunk of slot index ``hint`` (any value;
+    a reader's last block: its next one is mostly in the same chunk). No hash probe when
+    that chunk's slot for ``key`` names a resident entry whose key is ``key``, a test that
+    holds whatever the chunk now belongs to: a positive slot always names the resident entry
+    of its own key (evictions clear or negate it, a chunk is freed only with every slot 0)."""
+    if hint >= 0:
+        pos = (hint & ~np.int64(CHUNK - 1)) | (key & (CHUNK - 1))
+        if pos < len(c.slot):  # a hint from another cache's slot table
+            v = np.int64(c.slot[uint64(pos)])
+            if v > 0 and c.ent[uint64(_E_WORDS * (v - 1) + E_KEY)] == key:
+                return v - 1, pos
+    return locate(c, key)
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
 def chunk_base(c: CacheState, key: int) -> int:
     """Index in ``c.slot`` of the first slot of ``key``'s chunk, or -1 (no block of the
     chunk is known). With :func:`resident_at`, a walk over consecutive blocks of a file

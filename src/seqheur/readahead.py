@@ -121,6 +121,8 @@ REQUEST_DTYPE = np.dtype([
 FILE_DTYPE = np.dtype([
     ("next", np.int64),  # end of the file's previous request (-1: not seen yet)
     ("disrupt", np.int64),  # cause code of the last disruption not yet recovered from (0: none)
+    ("slot_hint", np.int64),  # cache slot index of its last demand block (-1: none; a hint
+    # for cache.lookup_hinted, never trusted: the next block mostly shares its chunk)
 ], align=True)
 
 #: The op buffer's fill level and size (``world.ops.fill``).
@@ -190,6 +192,7 @@ def new_file_state(n_files: int) -> np.ndarray:
     """Per-file history of ``n_files`` files (at least one), none seen yet."""
     fs = np.zeros(max(int(n_files), 1), FILE_DTYPE).view(np.recarray)
     fs.next = -1
+    fs.slot_hint = -1
     return fs
 
 
@@ -637,7 +640,7 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, r
         lbn = lbn0
         orig = lbn0
         key = C.make_key(f, lbn)
-        e = C.lookup(c, key)
+        e, pos = C.lookup_hinted(c, key, fs[f].slot_hint)
         if v4:
             maxra = 2 * racluster + (totread >> bsh)
             if maxra > pol.maxra:
@@ -649,13 +652,14 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, r
             if eof_blk >= 0 and (lbn + maxra + 1) * bsize > eof_bytes:
                 maxra = (eof_bytes >> bsh) - lbn
         if e >= 0:
+            fs[f].slot_hint = pos
             visit_resident(c, e, stamp, f, lbn, fs, ctr, lost, req)
             if seq == 0 or (C.flags(c, e) & C.F_RAM) == 0:
                 continue
             C.clear_flag(c, e, C.F_RAM)
             i = 1
-            past_chunk = -1
-            base = -1
+            past_chunk = C.chunk_end(key)  # the block's own chunk, found by the lookup
+            base = pos & ~np.int64(C.CHUNK - 1)
             while i < maxra:
                 if key + i >= past_chunk:  # one probe per chunk of blocks
                     base = C.chunk_base(c, key + i)
@@ -685,8 +689,9 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, r
                             eof_bytes, ctr, req, ops, acts)
             if built == 0:  # only past a known EOF, which the driver clips requests to
                 built = 1
-            e = C.lookup(c, key)
+            e, pos = C.locate(c, key)
             if e >= 0:  # (a cache smaller than the cluster may already have evicted it)
+                fs[f].slot_hint = pos
                 demand_use(c, e, ctr)
             lbn += built
         # read-ahead
