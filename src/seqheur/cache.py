@@ -308,6 +308,13 @@ def locate(c: CacheState, key: int) -> tuple[int, int]:
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
+def slot_value_at(c: CacheState, pos: int) -> int:
+    """The slot at index ``pos`` of ``c.slot`` (a :func:`locate` answer): 0 absent, e + 1
+    resident, -(e + 1) ghost."""
+    return np.int64(c.slot[uint64(pos)])
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
 def lookup_hinted(c: CacheState, key: int, hint: int) -> tuple[int, int]:
     """:func:`locate` of ``key``, first trying the chunk of slot index ``hint`` (any value;
     a reader's last block: its next one is mostly in the same chunk). No hash probe when
