@@ -705,7 +705,9 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, r
                             pos & ~np.int64(C.CHUNK - 1) if pos >= 0 else -1, C.chunk_end(key))
             if built == 0:  # only past a known EOF, which the driver clips requests to
                 built = 1
-            e, pos = C.locate(c, key)
+            # the block's chunk, if it was there before, is still (it holds the block now):
+            # no probe then
+            e, pos = C.lookup_hinted(c, key, pos)
             if e >= 0:  # (a cache smaller than the cluster may already have evicted it)
                 fs[f].slot_hint = pos
                 demand_use(c, e, ctr)
