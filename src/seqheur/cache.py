@@ -34,7 +34,10 @@ list heads, sizes and counters. A walk over consecutive blocks of a file that ch
 nothing (the FreeBSD ``B_RAM`` scan, a cluster's run of absent blocks) probes the hash table
 once per chunk (:func:`chunk_base`, :func:`resident_at`); a ghost that is read again keeps
 its entry and slot, now resident (:func:`insert`), rather than giving both back only to take
-them again. All state is in these arrays, so a chunked replay can carry a
+them again. A reader's next block is mostly in the chunk of its last one: the FreeBSD
+policies keep that block's slot index per file and look there first
+(:func:`lookup_hinted`: the slot's entry must hold the key, so a stale hint costs one load
+and the hash probe it would have made anyway). All state is in these arrays, so a chunked replay can carry a
 cache from one chunk to the next. Both record arrays are flat, indexed by a constant
 multiple: a two-dimensional array's row index is multiplied by its row length loaded at run
 time, one more step in every dependent walk of the lists; and every index into them is
