@@ -285,3 +285,30 @@ def test_chunk_walk_equals_lookup():
         key = C.make_key(2, b)
         assert C.resident_at(c, C.chunk_base(c, key), key) == C.lookup(c, key)
         assert C.chunk_end(key) == C.make_key(2, (b // C.CHUNK + 1) * C.CHUNK)
+
+
+def test_hinted_lookup_equals_lookup_whatever_the_hint():
+    """``lookup_hinted`` trusts no hint: stale slots (evicted blocks, ghosts, chunks freed and
+    given to another file), slots of other files, and hints out of range all give
+    ``lookup``'s entry, and ``locate``'s slot names it."""
+    rng = np.random.default_rng(11)
+    c = C.new_cache(48 * 4096, 4096)  # 48 blocks: chunks die and are reused
+    hints = [-1, 0, 5, len(c.slot) - 1, len(c.slot), len(c.slot) + 40, 1 << 40]
+    for i in range(3000):
+        f, b = int(rng.integers(0, 4)), int(rng.integers(0, 120))
+        key = C.make_key(f, b)
+        e, pos = C.locate(c, key)
+        assert e == C.lookup(c, key)
+        if pos >= 0:
+            hints.append(pos)
+            v = int(c.slot[pos])
+            assert (v - 1 if v > 0 else -1) == e
+        for h in rng.choice(hints, 6):
+            he, hpos = C.lookup_hinted(c, key, int(h))
+            assert he == e
+            if he >= 0:
+                assert int(c.slot[hpos]) == e + 1
+        if e >= 0:
+            C.touch(c, e)
+        else:
+            C.insert(c, key, C.F_PF if rng.integers(0, 2) else 0, i)

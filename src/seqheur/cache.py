@@ -34,7 +34,10 @@ list heads, sizes and counters. A walk over consecutive blocks of a file that ch
 nothing (the FreeBSD ``B_RAM`` scan, a cluster's run of absent blocks) probes the hash table
 once per chunk (:func:`chunk_base`, :func:`resident_at`); a ghost that is read again keeps
 its entry and slot, now resident (:func:`insert`), rather than giving both back only to take
-them again. All state is in these arrays, so a chunked replay can carry a
+them again. A reader's next block is mostly in the chunk of its last one: the FreeBSD
+policies keep that block's slot index per file and look there first
+(:func:`lookup_hinted`: the slot's entry must hold the key, so a stale hint costs one load
+and the hash probe it would have made anyway). All state is in these arrays, so a chunked replay can carry a
 cache from one chunk to the next. Both record arrays are flat, indexed by a constant
 multiple: a two-dimensional array's row index is multiplied by its row length loaded at run
 time, one more step in every dependent walk of the lists; and every index into them is
@@ -293,6 +296,41 @@ def lookup(c: CacheState, key: int) -> int:
     """Entry of a *resident* ``key`` (no LRU update), or -1 (absent or a ghost)."""
     v = _slot_value(c, key)
     return v - 1 if v > 0 else -1
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def locate(c: CacheState, key: int) -> tuple[int, int]:
+    """(:func:`lookup` of ``key``, the index of its slot in ``c.slot`` or -1 when no block of
+    its chunk is known): the slot index is the hint :func:`lookup_hinted` takes."""
+    k = _chunk_of(c, key)
+    if k < 0:
+        return -1, -1
+    pos = (k << CHUNK_BITS) | (key & (CHUNK - 1))
+    v = np.int64(c.slot[uint64(pos)])
+    return (v - 1 if v > 0 else -1), pos
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def slot_value_at(c: CacheState, pos: int) -> int:
+    """The slot at index ``pos`` of ``c.slot`` (a :func:`locate` answer): 0 absent, e + 1
+    resident, -(e + 1) ghost."""
+    return np.int64(c.slot[uint64(pos)])
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def lookup_hinted(c: CacheState, key: int, hint: int) -> tuple[int, int]:
+    """:func:`locate` of ``key``, first trying the chunk of slot index ``hint`` (any value;
+    a reader's last block: its next one is mostly in the same chunk). No hash probe when
+    that chunk's slot for ``key`` names a resident entry whose key is ``key``, a test that
+    holds whatever the chunk now belongs to: a positive slot always names the resident entry
+    of its own key (evictions clear or negate it, a chunk is freed only with every slot 0)."""
+    if hint >= 0:
+        pos = (hint & ~np.int64(CHUNK - 1)) | (key & (CHUNK - 1))
+        if pos < len(c.slot):  # a hint from another cache's slot table
+            v = np.int64(c.slot[uint64(pos)])
+            if v > 0 and c.ent[uint64(_E_WORDS * (v - 1) + E_KEY)] == key:
+                return v - 1, pos
+    return locate(c, key)
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')

@@ -121,6 +121,8 @@ REQUEST_DTYPE = np.dtype([
 FILE_DTYPE = np.dtype([
     ("next", np.int64),  # end of the file's previous request (-1: not seen yet)
     ("disrupt", np.int64),  # cause code of the last disruption not yet recovered from (0: none)
+    ("slot_hint", np.int64),  # cache slot index of its last demand block (-1: none; a hint
+    # for cache.lookup_hinted, never trusted: the next block mostly shares its chunk)
 ], align=True)
 
 #: The op buffer's fill level and size (``world.ops.fill``).
@@ -190,6 +192,7 @@ def new_file_state(n_files: int) -> np.ndarray:
     """Per-file history of ``n_files`` files (at least one), none seen yet."""
     fs = np.zeros(max(int(n_files), 1), FILE_DTYPE).view(np.recarray)
     fs.next = -1
+    fs.slot_hint = -1
     return fs
 
 
@@ -493,7 +496,7 @@ def insert_block(c, f, b, stamp, d_lo, d_hi, fl, ctr, req):
 
 @njit(nogil=True, _nrt=False, inline='always')
 def cluster(c, f, start, maxn, sync, stamp, d_lo, d_hi, eof_blk, bsize, eof_bytes, ctr, req,
-            ops, acts):
+            ops, acts, base, past_chunk):
     """``cluster_rbuild``: read the run of non-resident blocks from ``start`` (at most ``maxn``,
     stopping at a resident block or EOF) as one disk read. Returns blocks read.
 
@@ -504,14 +507,15 @@ def cluster(c, f, start, maxn, sync, stamp, d_lo, d_hi, eof_blk, bsize, eof_byte
     marks it (``single_block_read``), a longer one its second block and the last block of the
     run asked for. A run cut short by a resident block so ends unmarked (but for the first /
     second). The first-block mark is what asks for the next cluster as the reader enters this
-    one, so read-ahead already issued carries a reader over a few READs at low seqcount."""
+    one, so read-ahead already issued carries a reader over a few READs at low seqcount.
+
+    ``base`` is the :func:`cache.chunk_base` of the keys below ``past_chunk`` (the first
+    block's chunk, when the caller has just found it; ``past_chunk`` -1: not known)."""
     run = maxn
     if eof_blk >= 0 and start + run > eof_blk:
         run = eof_blk - start
     n = 0
     key = C.make_key(f, start)
-    past_chunk = -1
-    base = -1
     while n < run:
         if key + n >= past_chunk:  # one probe per chunk of blocks
             base = C.chunk_base(c, key + n)
@@ -579,6 +583,12 @@ def count_miss(c, e, f, b, fs, ctr, lost, req):
         ghost = (C.flags(c, e) & C.F_WASGHOST) != 0
     else:
         ghost = C.ghost_of(c, C.make_key(f, b)) >= 0
+    count_miss_of(ghost, f, fs, ctr, lost, req)
+
+
+@njit(nogil=True, _nrt=False, inline='always')
+def count_miss_of(ghost, f, fs, ctr, lost, req):
+    """:func:`count_miss` once it is known whether the block was a ghost."""
     if ghost:
         cause = CAUSE_EVICTED
     elif fs[f].disrupt != 0:
@@ -637,7 +647,9 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, r
         lbn = lbn0
         orig = lbn0
         key = C.make_key(f, lbn)
-        e = C.lookup(c, key)
+        e, pos = C.lookup_hinted(c, key, fs[f].slot_hint)
+        ra_base = -1  # the read-ahead cluster's first chunk, when known (ra_end >= 0)
+        ra_end = -1
         if v4:
             maxra = 2 * racluster + (totread >> bsh)
             if maxra > pol.maxra:
@@ -649,13 +661,14 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, r
             if eof_blk >= 0 and (lbn + maxra + 1) * bsize > eof_bytes:
                 maxra = (eof_bytes >> bsh) - lbn
         if e >= 0:
+            fs[f].slot_hint = pos
             visit_resident(c, e, stamp, f, lbn, fs, ctr, lost, req)
             if seq == 0 or (C.flags(c, e) & C.F_RAM) == 0:
                 continue
             C.clear_flag(c, e, C.F_RAM)
             i = 1
-            past_chunk = -1
-            base = -1
+            past_chunk = C.chunk_end(key)  # the block's own chunk, found by the lookup
+            base = pos & ~np.int64(C.CHUNK - 1)
             while i < maxra:
                 if key + i >= past_chunk:  # one probe per chunk of blocks
                     base = C.chunk_base(c, key + i)
@@ -669,8 +682,14 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, r
             if i >= maxra:
                 continue
             lbn = lbn + i
+            # the scan's last chunk holds the hole it stopped at: the read-ahead cluster
+            # starts there with no probe (nothing changed the cache since)
+            ra_base = base
+            ra_end = past_chunk
         else:
-            count_miss(c, -1, f, lbn, fs, ctr, lost, req)
+            # the lookup's slot (pos: authoritative on a miss, -1 when its chunk is absent)
+            # says whether it is a ghost, and is the demand cluster's first chunk
+            count_miss_of(pos >= 0 and C.slot_value_at(c, pos) < 0, f, fs, ctr, lost, req)
             tr = totread
             if not v4 and tr < pol.read_min * bsize:
                 tr = pol.read_min * bsize
@@ -682,13 +701,18 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, r
                 if nblks > racluster:
                     nblks = racluster
             built = cluster(c, f, lbn, nblks, True, stamp, d_lo, d_hi, eof_blk, bsize,
-                            eof_bytes, ctr, req, ops, acts)
+                            eof_bytes, ctr, req, ops, acts,
+                            pos & ~np.int64(C.CHUNK - 1) if pos >= 0 else -1, C.chunk_end(key))
             if built == 0:  # only past a known EOF, which the driver clips requests to
                 built = 1
-            e = C.lookup(c, key)
+            # the block's chunk, if it was there before, is still (it holds the block now):
+            # no probe then
+            e, pos = C.lookup_hinted(c, key, pos)
             if e >= 0:  # (a cache smaller than the cluster may already have evicted it)
+                fs[f].slot_hint = pos
                 demand_use(c, e, ctr)
             lbn += built
+            ra_end = -1  # the inserts may have made or freed chunks
         # read-ahead
         if v4:
             if seq > 0 and lbn < orig + seq:
@@ -700,14 +724,15 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, r
                 if n > racluster:
                     n = racluster
                 cluster(c, f, lbn, n, False, stamp, d_lo, d_hi, eof_blk, bsize, eof_bytes,
-                        ctr, req, ops, acts)
+                        ctr, req, ops, acts, ra_base, ra_end)
         else:
             while lbn < orig + maxra:
                 if eof_blk >= 0 and lbn >= eof_blk:
                     break
                 built = cluster(c, f, lbn, racluster, False, stamp, d_lo, d_hi, eof_blk,
-                                bsize, eof_bytes, ctr, req, ops, acts)
+                                bsize, eof_bytes, ctr, req, ops, acts, ra_base, ra_end)
                 lbn += built if built > 0 else 1
+                ra_end = -1
 
 
 @njit(nogil=True, _nrt=False, inline='always')
