@@ -234,6 +234,24 @@ def drive_of(model: Any, place: Any, forced: np.ndarray | None = None,
                  np.zeros((WAYS_MAX, 6), np.int64), *_plan_of(forced, log_decisions))
 
 
+def restart_drive(dr: Drive, model: Any, forced: np.ndarray | None = None,
+                  log_decisions: int = 0) -> Drive:
+    """``dr`` (of ``model``, a DiskModel or None) as :func:`drive_of` makes it, with
+    ``forced`` and ``log_decisions``: the drive's state as it starts, the scratch as new, the
+    last read none; the placement's arrays and the model's parameters kept."""
+    if not dr.on:
+        return drive_of(None, None, forced, log_decisions)
+    start = model.new_state()
+    for a in (dr.state, dr.trial, dr.held):
+        a[:] = start
+    for a in (dr.op_file, dr.op_off, dr.op_len, dr.out_s, dr.out_f, dr.ranges, dr.ranks,
+              dr.ways):
+        a[...] = 0
+    dr.last[:] = -1
+    return dr._replace(**dict(zip(("plan", "forced", "log", "log_s", "log_n"),
+                                  _plan_of(forced, log_decisions))))
+
+
 def _plan_of(forced: np.ndarray | None, log_decisions: int) -> tuple:
     """:class:`Drive`'s ``plan``, ``forced``, ``log``, ``log_s`` and ``log_n``: the ways
     imposed (rows of :attr:`Drive.forced`) and room to log the first ``log_decisions``
@@ -1999,9 +2017,29 @@ class OracleReplayer(Replayer):
         self.world = OracleWorld(*self.world, future=future, pending=new_pending(future),
                                  drive=drive_of(self.disk, getattr(self, "place", None),
                                                 forced, log_decisions))
+        # what the replay moves of the future (next_use's walks), as it starts
+        self._walk_start = (future.walk.copy(), future.walk_end.copy())
         prepare, lookup = steps_of(self.model)
         self._run = E.loop(prepare, lookup, E.without_nrt(self.spec.info.reset),
                            E.no_decision, oracle_serve, E.admit_replay, E.record_replay)
+
+    def restart(self, forced: np.ndarray | None = None, log_decisions: int = 0) -> None:
+        """Back to the state before the first feed (:meth:`Replayer.restart`), with the ways
+        ``forced`` imposed and room to log ``log_decisions`` decisions (as the constructor's
+        arguments): the future's walks and windows (all a replay changes of it) as they
+        start, the read-ahead's pending blocks none, the drive's shadow as the drive starts.
+        The drive's plan and log are new arrays: those of a :class:`Drive` taken from an
+        earlier run stay as that run left them."""
+        super().restart()
+        fut = self.world.future
+        fut.walk[:] = self._walk_start[0]
+        fut.walk_end[:] = self._walk_start[1]
+        fut.window[0] = -1
+        fut.window[1:] = 0
+        fut.reach[:] = 0
+        self.world = self.world._replace(
+            pending=new_pending(fut),
+            drive=restart_drive(self.world.drive, self.disk, forced, log_decisions))
 
 
 ROLLOUT_READS = 1000  # the longest trace (READs) whose choices run_oracle improves by rollouts
@@ -2030,16 +2068,24 @@ def run_oracle(stream: ReadStream, sizes: np.ndarray | None, *, cache_bytes: int
     if refs is None or refs.prev is None:
         refs = refs_of(stream, eof, block_size, reads=True)
 
+    rolls = model is not None and len(stream) <= rollout_reads
+    fut = future_of(stream, eof, block_size, cache_bytes // block_size, gap, refs)
+    rp = OracleReplayer(stream.file_ids, fut, block_size=block_size, cache=cache_bytes,
+                        profile=profile, file_sizes=sizes, layout=layout,
+                        drive_cache=drive_cache, per_request=False, timing=timing,
+                        log_decisions=ROLLOUT_LOG if rolls else 0)
+    fed = [False]
+
     def replay(forced: np.ndarray | None, log_decisions: int) -> tuple[dict, Drive]:
-        fut = future_of(stream, eof, block_size, cache_bytes // block_size, gap, refs)
-        rp = OracleReplayer(stream.file_ids, fut, block_size=block_size, cache=cache_bytes,
-                            profile=profile, file_sizes=sizes, layout=layout,
-                            drive_cache=drive_cache, per_request=False, timing=timing,
-                            forced=forced, log_decisions=log_decisions)
+        # one replayer for every run, restarted: building one (future, profile, placement,
+        # the loop's lookup) cost about 1.3 ms, more than a run of a short trace's READs
+        if fed[0]:
+            rp.restart(forced, log_decisions)
+        fed[0] = True
         rp.feed(stream)
         return rp.summary(), rp.world.drive
 
-    if model is None or len(stream) > rollout_reads:
+    if not rolls:
         out = replay(None, 0)[0]
     else:
         out = rollouts(replay)
