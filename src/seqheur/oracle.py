@@ -2046,6 +2046,13 @@ ROLLOUT_READS = 1000  # the longest trace (READs) whose choices run_oracle impro
 ROLLOUT_MAX = 8  # rollouts per trace at most (bound's cost on the law's traces)
 ROLLOUT_CLOSE = 0.2  # a way is tried when its look-ahead price is within this of the chosen's
 ROLLOUT_LOG = 256  # decisions logged (and so open to a rollout) per replay
+#: decisions (choose_reads' calls) the rollouts of a trace may replay in all: what a rollout
+#: costs beyond its READs (the look ahead's pricing, about 11 us a decision against about
+#: 0.8 us a READ). A rollout starts only when those of the rollouts so far and the last
+#: run's (the next one's, about) fit: the law's traces (at most 50 READs, so at most 50
+#: decisions a run) get all ROLLOUT_MAX; the demo capture at 1 MiB (107 a run) 3, so that
+#: bound stays within 3x one replay there.
+ROLLOUT_DECISIONS = 400
 
 
 def run_oracle(stream: ReadStream, sizes: np.ndarray | None, *, cache_bytes: int,
@@ -2101,25 +2108,31 @@ def rollouts(replay: Any) -> dict[str, Any]:
     to the trace's end (the same replay: the drive, the cache and the read-ahead's
     admissions as they follow from it); the one with the least disk time is kept when it
     takes less than the schedule so far, and the decisions after it are those of its run.
-    At most ``ROLLOUT_MAX`` rollouts. ``replay(forced, log_decisions)``: (summary, Drive) of one
-    replay with the ways ``forced`` imposed."""
+    At most ``ROLLOUT_MAX`` rollouts, and while their decisions fit ``ROLLOUT_DECISIONS``
+    (a count, not a clock: the same rollouts on every machine). ``replay(forced,
+    log_decisions)``: (summary, Drive) of one replay with the ways ``forced`` imposed."""
     out, dr = replay(None, ROLLOUT_LOG)
     forced = np.zeros((0, 7), np.int64)
     tried = 0
+    spent = 0  # decisions replayed by the rollouts so far
+    last = int(dr.plan[0])  # and by the last run: about what the next one will take
     d = 0
-    while d < min(int(dr.plan[0]), ROLLOUT_LOG) and tried < ROLLOUT_MAX:
+    while (d < min(int(dr.plan[0]), ROLLOUT_LOG) and tried < ROLLOUT_MAX
+           and spent + last <= ROLLOUT_DECISIONS):
         n, chosen = int(dr.log_n[d, 0]), int(dr.log_n[d, 1])
         base = dr.log_s[d, chosen]
         order = sorted((float(dr.log_s[d, i]), i) for i in range(n) if i != chosen and
                        dr.log_s[d, i] <= base * (1 + ROLLOUT_CLOSE))
         won = None
         for _, i in order:
-            if tried >= ROLLOUT_MAX:
+            if tried >= ROLLOUT_MAX or spent + last > ROLLOUT_DECISIONS:
                 break
             tried += 1
             way = np.concatenate([[d], dr.log[d, i]]).astype(np.int64)
             trial = np.vstack([forced, way[None, :]])
             o, t = replay(trial, ROLLOUT_LOG)
+            last = int(t.plan[0])
+            spent += last
             # the best of the decision's ways, not the first that beats the schedule so far:
             # on seed 59's trace 337 the first (the block, then blocks 1 to 8 apart, 76.267
             # ms) is not the one that wins past the look ahead (the block alone, 72.593 ms)
