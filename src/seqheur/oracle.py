@@ -78,9 +78,11 @@ not price: the demand alone, the read-ahead in the same read or apart, the way c
 disk reads of a drive segment each); then, decision by decision, each way priced within
 ``ROLLOUT_CLOSE`` of the chosen one is imposed there and the oracle's own choices run on
 from it to the trace's end, and the run with the least disk time is kept when it beats the
-schedule so far (at most ``ROLLOUT_MAX`` rollouts). Each run is a replay of the same
-schedule-maker, so the result is a schedule the models ran, never dearer than the greedy
-one; on longer traces nothing is logged or imposed and the replay is the greedy one.
+schedule so far (at most ``ROLLOUT_MAX`` rollouts, and while the decisions they replay fit
+``ROLLOUT_DECISIONS``: a count, so the same rollouts run on every machine). Each run is a
+replay of the same schedule-maker (one replayer, restarted for each), so the result is a
+schedule the models ran, never dearer than the greedy one; on longer traces nothing is
+logged or imposed and the replay is the greedy one.
 
 It is a constructive schedule, not a proven optimum: the look ahead is a greedy estimate
 (the READs after a choice are priced as reads of their missing blocks, without the
