@@ -2051,10 +2051,9 @@ ROLLOUT_LOG = 256  # decisions logged (and so open to a rollout) per replay
 #: decisions (choose_reads' calls) the rollouts of a trace may replay in all: what a rollout
 #: costs beyond its READs (the look ahead's pricing: on the demo capture about 4 us a
 #: decision of a run without the log against about 0.4 us a READ). A rollout starts only
-#: when those of the rollouts so far and the last
-#: run's (the next one's, about) fit: the law's traces (at most 50 READs, so at most 50
-#: decisions a run) get all ROLLOUT_MAX; the demo capture at 1 MiB (107 a run) 3, so that
-#: bound stays within 3x one replay there.
+#: when those of the rollouts so far and the last run's (the next one's, about) fit: the
+#: law's traces (at most 50 READs, so at most 50 decisions a run) get all ROLLOUT_MAX; the
+#: demo capture at 1 MiB (107 a run) 3, so that bound stays within 3x one replay there.
 ROLLOUT_DECISIONS = 400
 
 
