@@ -769,3 +769,80 @@ def test_oracle_rollout_wins_past_the_look_ahead() -> None:
                             True)
     assert without == pytest.approx(0.079699, abs=1e-6)
     assert with_ == pytest.approx(0.072593, abs=1e-6)
+
+
+def test_oracle_replayer_restart_is_a_new_replayer() -> None:
+    """The rollouts' replays reuse one replayer, restarted with each run's ways imposed:
+    every run's summary and decision log are a new replayer's."""
+    from seqheur import oracle
+
+    case = ROLLOUT
+    s = case["s"]
+    sizes = observed_file_sizes(s) + np.array(case["extra"][:s.n_files], np.int64)
+    cb = case["cache_blocks"] * 16384
+    refs = oracle.refs_of(s, sizes, 16384, reads=True)
+    model = seqheur.DiskModel.from_profile(case["profile"])
+    gap = oracle.gap_blocks_of(model, 16384)
+
+    def new(forced: np.ndarray | None) -> oracle.OracleReplayer:
+        fut = oracle.future_of(s, sizes, 16384, case["cache_blocks"], gap, refs)
+        return oracle.OracleReplayer(s.file_ids, fut, block_size=16384, cache=cb,
+                                     profile=case["profile"], file_sizes=sizes,
+                                     per_request=False, forced=forced,
+                                     log_decisions=oracle.ROLLOUT_LOG)
+
+    def run(rp: oracle.OracleReplayer) -> tuple:
+        rp.feed(s)
+        dr = rp.world.drive
+        n = min(int(dr.plan[0]), oracle.ROLLOUT_LOG)
+        return (rp.summary(), dr.plan.tolist(), dr.log[:n].tolist(), dr.log_s[:n].tolist(),
+                dr.log_n[:n].tolist())
+
+    kept = new(None)
+    first = run(kept)
+    dr = kept.world.drive
+    ways = [np.concatenate([[0], dr.log[0, i]])[None, :] for i in range(int(dr.log_n[0, 0]))]
+    assert len(ways) >= 2
+    runs = [first]
+    for way in ways:
+        kept.restart(way, oracle.ROLLOUT_LOG)
+        runs.append(run(kept))
+        assert runs[-1] == run(new(way))
+    assert len({r[0]["disk_seconds"] for r in runs}) > 1  # the ways imposed do differ
+    kept.restart(None, oracle.ROLLOUT_LOG)
+    assert run(kept) == first
+    assert first[2] == dr.log[:len(first[2])].tolist()  # an earlier run's log kept as it was
+
+
+def _fake_runs(decisions: int, ways: int = 9, logged: int = 20):
+    """A ``replay`` for :func:`oracle.rollouts` whose every run prices ``decisions``
+    decisions, each with ``ways`` ways priced alike (so every one is tried), and counts the
+    runs."""
+    from seqheur import oracle
+
+    calls = []
+
+    def replay(forced, log_decisions):
+        calls.append(forced)
+        dr = SimpleNamespace(plan=np.array([decisions, 0, 0, 0]),
+                             log=np.zeros((logged, oracle.LOG_WAYS, 6), np.int64),
+                             log_s=np.ones((logged, oracle.LOG_WAYS)),
+                             log_n=np.tile([ways, 0], (logged, 1)))
+        return {"disk_seconds": 1.0}, dr
+
+    return replay, calls
+
+
+@pytest.mark.parametrize("decisions, runs", [(1, 9), (50, 9), (51, 8), (107, 4), (400, 2),
+                                             (401, 1)])
+def test_oracle_rollouts_budget(decisions: int, runs: int) -> None:
+    """At most ROLLOUT_MAX rollouts, and only while the decisions they replay fit
+    ROLLOUT_DECISIONS (the last run's count foretelling the next): a trace of the law's size
+    (at most 50 READs, a decision at most per READ) always gets them all; the demo capture
+    at 1 MiB (107 decisions a run) 3."""
+    from seqheur import oracle
+
+    assert oracle.ROLLOUT_MAX == 8 and oracle.ROLLOUT_DECISIONS == 400
+    replay, calls = _fake_runs(decisions)
+    oracle.rollouts(replay)
+    assert len(calls) == runs

@@ -359,3 +359,33 @@ def test_op_buffer_size_changes_no_result():
     assert r.to_dict() == replay(s, cache="1MiB", file_sizes=sizes, per_request=False).to_dict()
     with pytest.raises(SeqheurError):
         Replayer(s.file_ids, profile=None, ops_capacity=0)
+
+
+def test_restart_replays_as_a_new_replayer() -> None:
+    """A restarted replayer forgets everything fed: the same trace fed again gives the
+    summary, the per-READ rows, the actions and the timing model's columns of a new one
+    (its op buffer grown by a huge READ in the first run included)."""
+    from seqheur.workloads import paper
+
+    from seqheur.replay import _stream_and_sizes
+
+    s, _, _ = _stream_and_sizes(paper(readers=6, total_mb=4, request_kb=8), None, None)
+    count = s.count[:50].copy()
+    count[-1] = 1 << 22  # a huge READ: the op buffer grows
+    head = ReadStream(s.time_ns[:50], s.file[:50], s.offset[:50], count, s.file_ids)
+    sizes = observed_file_sizes(s)
+    kw = dict(detector="freebsd4", table="ellard", cache="1MiB", file_sizes=sizes,
+              actions=True, timing="closed-loop", ops_capacity=64)
+
+    def run(rp: Replayer) -> tuple:
+        rp.feed(s)
+        res = rp.result()
+        return (res.summary.to_dicts(), res.requests.to_dicts(), res.actions.to_dicts())
+
+    fresh = run(Replayer(s.file_ids, **kw))
+    rp = Replayer(s.file_ids, **kw)
+    rp.feed(head)  # another trace first: its state, counters and op buffer are dropped
+    rp.restart()
+    assert run(rp) == fresh
+    rp.restart()
+    assert run(rp) == fresh

@@ -78,9 +78,11 @@ not price: the demand alone, the read-ahead in the same read or apart, the way c
 disk reads of a drive segment each); then, decision by decision, each way priced within
 ``ROLLOUT_CLOSE`` of the chosen one is imposed there and the oracle's own choices run on
 from it to the trace's end, and the run with the least disk time is kept when it beats the
-schedule so far (at most ``ROLLOUT_MAX`` rollouts). Each run is a replay of the same
-schedule-maker, so the result is a schedule the models ran, never dearer than the greedy
-one; on longer traces nothing is logged or imposed and the replay is the greedy one.
+schedule so far (at most ``ROLLOUT_MAX`` rollouts, and while the decisions they replay fit
+``ROLLOUT_DECISIONS``: a count, so the same rollouts run on every machine). Each run is a
+replay of the same schedule-maker (one replayer, restarted for each), so the result is a
+schedule the models ran, never dearer than the greedy one; on longer traces nothing is
+logged or imposed and the replay is the greedy one.
 
 It is a constructive schedule, not a proven optimum: the look ahead is a greedy estimate
 (the READs after a choice are priced as reads of their missing blocks, without the
@@ -232,6 +234,24 @@ def drive_of(model: Any, place: Any, forced: np.ndarray | None = None,
                  np.zeros((2 * HORIZON, 4), np.int64),
                  *_neighbours(place), np.full(3, -1, np.int64), np.zeros(RANK_MAX, np.int64),
                  np.zeros((WAYS_MAX, 6), np.int64), *_plan_of(forced, log_decisions))
+
+
+def restart_drive(dr: Drive, model: Any, forced: np.ndarray | None = None,
+                  log_decisions: int = 0) -> Drive:
+    """``dr`` (of ``model``, a DiskModel or None) as :func:`drive_of` makes it, with
+    ``forced`` and ``log_decisions``: the drive's state as it starts, the scratch as new, the
+    last read none; the placement's arrays and the model's parameters kept."""
+    if not dr.on:
+        return drive_of(None, None, forced, log_decisions)
+    start = model.new_state()
+    for a in (dr.state, dr.trial, dr.held):
+        a[:] = start
+    for a in (dr.op_file, dr.op_off, dr.op_len, dr.out_s, dr.out_f, dr.ranges, dr.ranks,
+              dr.ways):
+        a[...] = 0
+    dr.last[:] = -1
+    return dr._replace(**dict(zip(("plan", "forced", "log", "log_s", "log_n"),
+                                  _plan_of(forced, log_decisions))))
 
 
 def _plan_of(forced: np.ndarray | None, log_decisions: int) -> tuple:
@@ -1999,15 +2019,42 @@ class OracleReplayer(Replayer):
         self.world = OracleWorld(*self.world, future=future, pending=new_pending(future),
                                  drive=drive_of(self.disk, getattr(self, "place", None),
                                                 forced, log_decisions))
+        # what the replay moves of the future (next_use's walks), as it starts
+        self._walk_start = (future.walk.copy(), future.walk_end.copy())
         prepare, lookup = steps_of(self.model)
         self._run = E.loop(prepare, lookup, E.without_nrt(self.spec.info.reset),
                            E.no_decision, oracle_serve, E.admit_replay, E.record_replay)
+
+    def restart(self, forced: np.ndarray | None = None, log_decisions: int = 0) -> None:
+        """Back to the state before the first feed (:meth:`Replayer.restart`), with the ways
+        ``forced`` imposed and room to log ``log_decisions`` decisions (as the constructor's
+        arguments): the future's walks and windows (all a replay changes of it) as they
+        start, the read-ahead's pending blocks none, the drive's shadow as the drive starts.
+        The drive's plan and log are new arrays: those of a :class:`Drive` taken from an
+        earlier run stay as that run left them."""
+        super().restart()
+        fut = self.world.future
+        fut.walk[:] = self._walk_start[0]
+        fut.walk_end[:] = self._walk_start[1]
+        fut.window[0] = -1
+        fut.window[1:] = 0
+        fut.reach[:] = 0
+        self.world = self.world._replace(
+            pending=new_pending(fut),
+            drive=restart_drive(self.world.drive, self.disk, forced, log_decisions))
 
 
 ROLLOUT_READS = 1000  # the longest trace (READs) whose choices run_oracle improves by rollouts
 ROLLOUT_MAX = 8  # rollouts per trace at most (bound's cost on the law's traces)
 ROLLOUT_CLOSE = 0.2  # a way is tried when its look-ahead price is within this of the chosen's
 ROLLOUT_LOG = 256  # decisions logged (and so open to a rollout) per replay
+#: decisions (choose_reads' calls) the rollouts of a trace may replay in all: what a rollout
+#: costs beyond its READs (the look ahead's pricing: on the demo capture about 4 us a
+#: decision of a run without the log against about 0.4 us a READ). A rollout starts only
+#: when those of the rollouts so far and the last run's (the next one's, about) fit: the
+#: law's traces (at most 50 READs, so at most 50 decisions a run) get all ROLLOUT_MAX; the
+#: demo capture at 1 MiB (107 a run) 3, so that bound stays within 3x one replay there.
+ROLLOUT_DECISIONS = 400
 
 
 def run_oracle(stream: ReadStream, sizes: np.ndarray | None, *, cache_bytes: int,
@@ -2030,16 +2077,24 @@ def run_oracle(stream: ReadStream, sizes: np.ndarray | None, *, cache_bytes: int
     if refs is None or refs.prev is None:
         refs = refs_of(stream, eof, block_size, reads=True)
 
+    rolls = model is not None and len(stream) <= rollout_reads
+    fut = future_of(stream, eof, block_size, cache_bytes // block_size, gap, refs)
+    rp = OracleReplayer(stream.file_ids, fut, block_size=block_size, cache=cache_bytes,
+                        profile=profile, file_sizes=sizes, layout=layout,
+                        drive_cache=drive_cache, per_request=False, timing=timing,
+                        log_decisions=ROLLOUT_LOG if rolls else 0)
+    fed = [False]
+
     def replay(forced: np.ndarray | None, log_decisions: int) -> tuple[dict, Drive]:
-        fut = future_of(stream, eof, block_size, cache_bytes // block_size, gap, refs)
-        rp = OracleReplayer(stream.file_ids, fut, block_size=block_size, cache=cache_bytes,
-                            profile=profile, file_sizes=sizes, layout=layout,
-                            drive_cache=drive_cache, per_request=False, timing=timing,
-                            forced=forced, log_decisions=log_decisions)
+        # one replayer for every run, restarted: building one (future, profile, placement,
+        # the loop's lookup) cost about 1.3 ms, more than a run of a short trace's READs
+        if fed[0]:
+            rp.restart(forced, log_decisions)
+        fed[0] = True
         rp.feed(stream)
         return rp.summary(), rp.world.drive
 
-    if model is None or len(stream) > rollout_reads:
+    if not rolls:
         out = replay(None, 0)[0]
     else:
         out = rollouts(replay)
@@ -2055,32 +2110,46 @@ def rollouts(replay: Any) -> dict[str, Any]:
     to the trace's end (the same replay: the drive, the cache and the read-ahead's
     admissions as they follow from it); the one with the least disk time is kept when it
     takes less than the schedule so far, and the decisions after it are those of its run.
-    At most ``ROLLOUT_MAX`` rollouts. ``replay(forced, log_decisions)``: (summary, Drive) of one
-    replay with the ways ``forced`` imposed."""
+    At most ``ROLLOUT_MAX`` rollouts, and while their decisions fit ``ROLLOUT_DECISIONS``
+    (a count, not a clock: the same rollouts on every machine). ``replay(forced,
+    log_decisions)``: (summary, Drive) of one replay with the ways ``forced`` imposed."""
     out, dr = replay(None, ROLLOUT_LOG)
     forced = np.zeros((0, 7), np.int64)
+    decisions = int(dr.plan[0])  # of the schedule kept
     tried = 0
+    spent = 0  # decisions replayed by the rollouts so far
+    last = decisions  # and by the last run: about what the next one will take
     d = 0
-    while d < min(int(dr.plan[0]), ROLLOUT_LOG) and tried < ROLLOUT_MAX:
+    while (d < min(decisions, ROLLOUT_LOG) and tried < ROLLOUT_MAX
+           and spent + last <= ROLLOUT_DECISIONS):
+        if dr is None:
+            # the schedule kept again, logging its decisions' ways: a rollout runs without
+            # its log (half a run's time on the demo capture at 1 MiB), needed only once it
+            # is kept and a later decision is rolled out; the log prices ways on scratch
+            # copies of the drive only, so the run is the same
+            dr = replay(forced, ROLLOUT_LOG)[1]
         n, chosen = int(dr.log_n[d, 0]), int(dr.log_n[d, 1])
         base = dr.log_s[d, chosen]
         order = sorted((float(dr.log_s[d, i]), i) for i in range(n) if i != chosen and
                        dr.log_s[d, i] <= base * (1 + ROLLOUT_CLOSE))
         won = None
         for _, i in order:
-            if tried >= ROLLOUT_MAX:
+            if tried >= ROLLOUT_MAX or spent + last > ROLLOUT_DECISIONS:
                 break
             tried += 1
             way = np.concatenate([[d], dr.log[d, i]]).astype(np.int64)
             trial = np.vstack([forced, way[None, :]])
-            o, t = replay(trial, ROLLOUT_LOG)
+            o, t = replay(trial, 0)
+            last = int(t.plan[0])
+            spent += last
             # the best of the decision's ways, not the first that beats the schedule so far:
             # on seed 59's trace 337 the first (the block, then blocks 1 to 8 apart, 76.267
             # ms) is not the one that wins past the look ahead (the block alone, 72.593 ms)
             if o["disk_seconds"] < (out if won is None else won[0])["disk_seconds"]:
-                won = (o, t, trial)
+                won = (o, last, trial)
         if won is not None:
-            out, dr, forced = won
+            out, decisions, forced = won
+            dr = None
         d += 1
     return out
 

@@ -244,6 +244,10 @@ class DiskPricer:
                                            drive_cache=drive_cache)
         self.name = getattr(self.disk, "spec", None) or str(profile)  # with its options
         self.place = self.disk.place(np.maximum(file_sizes, 1))
+        self.restart()
+
+    def restart(self) -> None:
+        """The drive as it starts a replay, and no disk read priced yet."""
         self.state = self.disk.new_state()
         self.seconds = 0.0
         self.positionings = 0
@@ -287,7 +291,6 @@ class Replayer:
                  actions: bool = False, size_source: str | None = None,
                  timing: Any = None, profiles: Sequence[Any] | None = None,
                  ops_capacity: int = DEFAULT.ops_capacity) -> None:
-        from .detect import make_state
         from .heuristics.registry import parse_detector
         from .tables import parse_table
 
@@ -307,8 +310,6 @@ class Replayer:
         nf = len(self.file_ids)
         if nf >= C.MAX_FILES:
             raise SeqheurError(f"{nf} files: the cache model keys at most {C.MAX_FILES - 1}")
-        self.tab, self.state, self.params = make_state(self.spec, self.model, self.file_ids)
-        self.tcounts = E.new_table_counts(nf)
         policy = self.policy.record(window=self.reorder_window)
         fsize = np.full(max(nf, 1), -1, np.int64)  # -1: end of file unknown
         self.sizes: np.ndarray | None = None
@@ -326,14 +327,12 @@ class Replayer:
         else:
             per_blk = self.policy.ops_per_block(policy)
             decide, serve = E.without_nrt(info.update), self.policy.request
+        self._ops_per_block = per_blk
+        self._keeps_actions = bool(actions)
         self.world = E.World(
             policy=policy, policy_params=self.policy.own_params(),
-            cache=C.new_cache(self.cache_bytes, self.policy.bsize),
-            fs=R.new_file_state(nf), fsize=fsize, ctr=R.new_record(M.COUNTER_DTYPE),
-            lost=np.zeros(len(M.CAUSES), np.int64), req=R.new_record(R.REQUEST_DTYPE),
-            ops=R.new_op_buffer(self.ops_capacity, per_blk),
-            acts=R.new_action_buffer(_ACTS_CAP if actions else 0))
-        self._actions: list[np.ndarray] | None = [] if actions else None
+            cache=C.new_cache(self.cache_bytes, self.policy.bsize),  # checks the sizes
+            fs=None, fsize=fsize, ctr=None, lost=None, req=None, ops=None)
         chosen = [profile] if profiles is None else list(profiles)
         if not chosen:
             raise SeqheurError("profiles is empty: give at least one disk profile (or None)")
@@ -349,14 +348,51 @@ class Replayer:
         self._init_timing(timing)
         self.requests_to = Path(requests_to) if requests_to is not None else None
         self.per_request = per_request or self.requests_to is not None
-        self._parts: list[dict[str, np.ndarray]] = []
         self._sink: Any = None
+        self._new_run(self.world.cache)
         from .tables import steps_of
 
         prepare, lookup = steps_of(self.model)
         self._run = E.loop(prepare, lookup, E.without_nrt(info.reset), decide, serve,
                            E.admit_replay, E.record_replay)
+
+    def _new_run(self, cache: C.CacheState | None = None) -> None:
+        """The state of a replay that has been fed nothing: the table and detector state,
+        the cache (``cache``, empty, if given), the loop's counters and buffers, the drives'
+        states and totals, the timing model's record and the READs kept."""
+        from .detect import make_state
+
+        nf = len(self.file_ids)
+        self.tab, self.state, self.params = make_state(self.spec, self.model, self.file_ids)
+        self.tcounts = E.new_table_counts(nf)
+        self.world = self.world._replace(
+            cache=cache if cache is not None else C.new_cache(self.cache_bytes,
+                                                              self.policy.bsize),
+            fs=R.new_file_state(nf), ctr=R.new_record(M.COUNTER_DTYPE),
+            lost=np.zeros(len(M.CAUSES), np.int64), req=R.new_record(R.REQUEST_DTYPE),
+            ops=R.new_op_buffer(self.ops_capacity, self._ops_per_block),
+            acts=R.new_action_buffer(_ACTS_CAP if self._keeps_actions else 0))
+        self._actions: list[np.ndarray] | None = [] if self._keeps_actions else None
+        for pricer in self.pricers:
+            if pricer is not None:
+                pricer.restart()
+        self._timing_results: dict[int, Any] = {}  # per profile, until the next feed
+        self._t_reqs: list[tuple[np.ndarray, ...]] = []
+        # every disk read (request, sync, file, offset, length) in arrays of room for more:
+        # the first self._t_nops of them (_record_ops)
+        self._t_ops: tuple[np.ndarray, ...] | None = None
+        self._t_nops = 0
+        self._parts: list[dict[str, np.ndarray]] = []
         self.base = 0
+
+    def restart(self) -> None:
+        """Forget everything fed: the replayer as it was built, same configuration, for
+        another replay of a trace with the same files. What building costs (the detector's
+        and the profiles' parsing and loading, the files' placement, the loop's lookup) is
+        not paid again: on a trace of a few hundred READs that is most of a replay's time.
+        A per-request file being written is dropped."""
+        self.abort()
+        self._new_run()
 
     def _init_timing(self, timing: Any) -> None:
         """A timing model other than disk-only keeps the READs' times and bytes and every disk
@@ -365,12 +401,6 @@ class Replayer:
 
         spec = parse_timing(timing)
         self.timing = None if spec is None or spec.disk_only else spec
-        self._timing_results: dict[int, Any] = {}  # per profile, until the next feed
-        self._t_reqs: list[tuple[np.ndarray, ...]] = []
-        # every disk read (request, sync, file, offset, length) in arrays of room for more:
-        # the first self._t_nops of them (_record_ops)
-        self._t_ops: tuple[np.ndarray, ...] | None = None
-        self._t_nops = 0
         if self.timing is not None and any(p is None for p in self.pricers):
             raise SeqheurError(f"timing model {self.timing.spec!r} needs a disk profile "
                                f"(profile=None has no disk time)")
