@@ -833,16 +833,19 @@ def _fake_runs(decisions: int, ways: int = 9, logged: int = 20):
     return replay, calls
 
 
-@pytest.mark.parametrize("decisions, runs", [(1, 9), (50, 9), (51, 8), (107, 4), (400, 2),
-                                             (401, 1)])
-def test_oracle_rollouts_budget(decisions: int, runs: int) -> None:
-    """At most ROLLOUT_MAX rollouts, and only while the decisions they replay fit
-    ROLLOUT_DECISIONS (the last run's count foretelling the next): a trace of the law's size
-    (at most 50 READs, a decision at most per READ) always gets them all; the demo capture
-    at 1 MiB (107 decisions a run) 3."""
+@pytest.mark.parametrize("reads, decisions, runs", [(1, 1, 9), (50, 50, 9), (51, 51, 8),
+                                                    (768, 107, 3), (768, 6, 6),
+                                                    (1000, 400, 1)])
+def test_oracle_rollouts_budget(reads: int, decisions: int, runs: int) -> None:
+    """At most ROLLOUT_MAX rollouts, and only while the work they replay (READs plus
+    ROLLOUT_DECISION_WORK times decisions, the last run's foretelling the next) fits
+    ROLLOUT_WORK: a trace of the law's size (at most 50 READs, a decision at most per READ)
+    always gets them all; the demo capture (768 READs) 2 at 1 MiB (107 decisions a run) and
+    5 at 256 MiB (5 or 6); the first run, which logs, is not a rollout."""
     from seqheur import oracle
 
-    assert oracle.ROLLOUT_MAX == 8 and oracle.ROLLOUT_DECISIONS == 400
+    assert oracle.ROLLOUT_MAX == 8 and oracle.ROLLOUT_WORK == 4400
+    assert oracle.ROLLOUT_DECISION_WORK == 10
     replay, calls = _fake_runs(decisions)
-    oracle.rollouts(replay)
+    oracle.rollouts(replay, reads)
     assert len(calls) == runs

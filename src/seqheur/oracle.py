@@ -78,8 +78,9 @@ not price: the demand alone, the read-ahead in the same read or apart, the way c
 disk reads of a drive segment each); then, decision by decision, each way priced within
 ``ROLLOUT_CLOSE`` of the chosen one is imposed there and the oracle's own choices run on
 from it to the trace's end, and the run with the least disk time is kept when it beats the
-schedule so far (at most ``ROLLOUT_MAX`` rollouts, and while the decisions they replay fit
-``ROLLOUT_DECISIONS``: a count, so the same rollouts run on every machine). Each run is a
+schedule so far (at most ``ROLLOUT_MAX`` rollouts, and while the work they replay, READs
+and decisions counted, fits ``ROLLOUT_WORK``: a count, so the same rollouts run on every
+machine). Each run is a
 replay of the same schedule-maker (one replayer, restarted for each), so the result is a
 schedule the models ran, never dearer than the greedy one; on longer traces nothing is
 logged or imposed and the replay is the greedy one.
@@ -2048,13 +2049,16 @@ ROLLOUT_READS = 1000  # the longest trace (READs) whose choices run_oracle impro
 ROLLOUT_MAX = 8  # rollouts per trace at most (bound's cost on the law's traces)
 ROLLOUT_CLOSE = 0.2  # a way is tried when its look-ahead price is within this of the chosen's
 ROLLOUT_LOG = 256  # decisions logged (and so open to a rollout) per replay
-#: decisions (choose_reads' calls) the rollouts of a trace may replay in all: what a rollout
-#: costs beyond its READs (the look ahead's pricing: on the demo capture about 4 us a
-#: decision of a run without the log against about 0.4 us a READ). A rollout starts only
-#: when those of the rollouts so far and the last run's (the next one's, about) fit: the
-#: law's traces (at most 50 READs, so at most 50 decisions a run) get all ROLLOUT_MAX; the
-#: demo capture at 1 MiB (107 a run) 3, so that bound stays within 3x one replay there.
-ROLLOUT_DECISIONS = 400
+#: work the rollouts of a trace may replay in all, a run's work being its READs plus
+#: ROLLOUT_DECISION_WORK times its decisions (choose_reads' calls): on the demo capture a
+#: decision of a run without the log costs about 4 us, a READ about 0.4 us. A rollout starts
+#: only when the work of the rollouts so far and of the last run (the next one's, about)
+#: fits: the law's traces (at most 50 READs, so at most 50 decisions, 550 a run) get all
+#: ROLLOUT_MAX; the demo capture gets 2 at 1 MiB (1838 a run) and 5 at 256 MiB (828), so
+#: that bound stays within 3x one replay there. A count, not a clock: the same rollouts run
+#: on every machine.
+ROLLOUT_DECISION_WORK = 10
+ROLLOUT_WORK = 4400
 
 
 def run_oracle(stream: ReadStream, sizes: np.ndarray | None, *, cache_bytes: int,
@@ -2097,12 +2101,12 @@ def run_oracle(stream: ReadStream, sizes: np.ndarray | None, *, cache_bytes: int
     if not rolls:
         out = replay(None, 0)[0]
     else:
-        out = rollouts(replay)
+        out = rollouts(replay, len(stream))
     out["detector"] = out["policy"] = "oracle"
     return out
 
 
-def rollouts(replay: Any) -> dict[str, Any]:
+def rollouts(replay: Any, reads: int) -> dict[str, Any]:
     """The oracle's replay improved by rollouts (a pilot method): the oracle's own choices
     are a greedy schedule; at each decision in turn (:func:`choose_reads`' calls, in trace
     order), each other way whose look-ahead price is within ``ROLLOUT_CLOSE`` of the
@@ -2110,18 +2114,19 @@ def rollouts(replay: Any) -> dict[str, Any]:
     to the trace's end (the same replay: the drive, the cache and the read-ahead's
     admissions as they follow from it); the one with the least disk time is kept when it
     takes less than the schedule so far, and the decisions after it are those of its run.
-    At most ``ROLLOUT_MAX`` rollouts, and while their decisions fit ``ROLLOUT_DECISIONS``
-    (a count, not a clock: the same rollouts on every machine). ``replay(forced,
-    log_decisions)``: (summary, Drive) of one replay with the ways ``forced`` imposed."""
+    At most ``ROLLOUT_MAX`` rollouts, and while their work fits ``ROLLOUT_WORK`` (a count,
+    not a clock: the same rollouts on every machine). ``replay(forced, log_decisions)``:
+    (summary, Drive) of one replay with the ways ``forced`` imposed; ``reads``: the trace's
+    READs."""
     out, dr = replay(None, ROLLOUT_LOG)
     forced = np.zeros((0, 7), np.int64)
     decisions = int(dr.plan[0])  # of the schedule kept
     tried = 0
-    spent = 0  # decisions replayed by the rollouts so far
-    last = decisions  # and by the last run: about what the next one will take
+    spent = 0  # work replayed by the rollouts so far
+    last = reads + ROLLOUT_DECISION_WORK * decisions  # and by the last run: about the next's
     d = 0
     while (d < min(decisions, ROLLOUT_LOG) and tried < ROLLOUT_MAX
-           and spent + last <= ROLLOUT_DECISIONS):
+           and spent + last <= ROLLOUT_WORK):
         if dr is None:
             # the schedule kept again, logging its decisions' ways: a rollout runs without
             # its log (half a run's time on the demo capture at 1 MiB), needed only once it
@@ -2134,19 +2139,19 @@ def rollouts(replay: Any) -> dict[str, Any]:
                        dr.log_s[d, i] <= base * (1 + ROLLOUT_CLOSE))
         won = None
         for _, i in order:
-            if tried >= ROLLOUT_MAX or spent + last > ROLLOUT_DECISIONS:
+            if tried >= ROLLOUT_MAX or spent + last > ROLLOUT_WORK:
                 break
             tried += 1
             way = np.concatenate([[d], dr.log[d, i]]).astype(np.int64)
             trial = np.vstack([forced, way[None, :]])
             o, t = replay(trial, 0)
-            last = int(t.plan[0])
+            last = reads + ROLLOUT_DECISION_WORK * int(t.plan[0])
             spent += last
             # the best of the decision's ways, not the first that beats the schedule so far:
             # on seed 59's trace 337 the first (the block, then blocks 1 to 8 apart, 76.267
             # ms) is not the one that wins past the look ahead (the block alone, 72.593 ms)
             if o["disk_seconds"] < (out if won is None else won[0])["disk_seconds"]:
-                won = (o, last, trial)
+                won = (o, int(t.plan[0]), trial)
         if won is not None:
             out, decisions, forced = won
             dr = None
