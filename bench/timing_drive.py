@@ -43,20 +43,9 @@ IDLE = ("        d.rec[1, k] = j\n        d.rec[0, j] = service\n",
 def record(out: str, n: int) -> None:
     """In the patched tree: run the model once and save the drive's reads in served order."""
     import numpy as np
-    from ab_timing import testbed_replayer
 
-    from seqheur.timing import closed_loop as CL
-
-    CL.REC[0] = np.zeros((5, 1))
-    rp = testbed_replayer(n)
-    params, inputs = rp.timing.params, rp.timing_inputs()
+    _, inputs, rec, _ = TP.recorded_run(n, 5)
     m = inputs.op_request.size
-    rec = np.zeros((5, max(m, inputs.time_ns.size) + 1))
-    CL.REC[0] = rec
-    rec[2, 0] = TP.RECORD
-    CL.run(params, inputs).summary(1)
-    if rec[2, 1] != m:
-        raise SystemExit(f"{rec[2, 1]:.0f} requests served, {m} reads: merging or a throttle?")
     order = rec[1, :m].astype(np.int64)
     model, place = inputs.disk, inputs.place
     _, fp, seek_d, seek_t, zone_start, zone_rate = model.kernel_args()

@@ -99,9 +99,9 @@ def patched_tree(tmp: str) -> Path:
     return src
 
 
-def child(n: int, reps: int, rounds: int) -> None:
-    import dataclasses
-
+def recorded_run(n: int, rows: int):
+    """In the patched tree: the closed-loop model run once over the benchmark's ``n`` READs
+    with its record (``rows`` rows) on. Returns (params, inputs, record, summary)."""
     import numpy as np
 
     sys.path.insert(0, str(ROOT / "bench"))
@@ -109,16 +109,28 @@ def child(n: int, reps: int, rounds: int) -> None:
 
     from seqheur.timing import closed_loop as CL
 
-    CL.REC[0] = np.zeros((4, 1))
+    CL.REC[0] = np.zeros((rows, 1))
     rp = testbed_replayer(n)
     params, inputs = rp.timing.params, rp.timing_inputs()
     m = inputs.op_request.size
-    rec = np.zeros((4, max(m, inputs.time_ns.size) + 1))
+    rec = np.zeros((rows, max(m, inputs.time_ns.size) + 1))
     CL.REC[0] = rec
     rec[2, 0] = RECORD
-    want = CL.run(params, inputs).summary(1)
+    summary = CL.run(params, inputs).summary(1)
     if rec[2, 1] != m:
         raise SystemExit(f"{rec[2, 1]:.0f} requests served, {m} reads: merging or a throttle?")
+    return params, inputs, rec, summary
+
+
+def child(n: int, reps: int, rounds: int) -> None:
+    import dataclasses
+
+    import numpy as np
+
+    from seqheur.timing import closed_loop as CL
+
+    params, inputs, rec, want = recorded_run(n, 4)
+    m = inputs.op_request.size
     z = np.zeros(0, np.int64)
     hits = dataclasses.replace(inputs, op_request=z, op_sync=z, op_file=z, op_offset=z,
                                op_length=z)
