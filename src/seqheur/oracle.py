@@ -2020,8 +2020,8 @@ class OracleReplayer(Replayer):
         self.world = OracleWorld(*self.world, future=future, pending=new_pending(future),
                                  drive=drive_of(self.disk, getattr(self, "place", None),
                                                 forced, log_decisions))
-        # what the replay moves of the future (next_use's walks), as it starts
-        self._walk_start = (future.walk.copy(), future.walk_end.copy())
+        # what a replay moves of the future (next_use's walks, the windows), as it starts
+        self._future_start = {name: getattr(future, name).copy() for name in _FUTURE_MOVED}
         prepare, lookup = steps_of(self.model)
         self._run = E.loop(prepare, lookup, E.without_nrt(self.spec.info.reset),
                            E.no_decision, oracle_serve, E.admit_replay, E.record_replay)
@@ -2035,15 +2035,15 @@ class OracleReplayer(Replayer):
         earlier run stay as that run left them."""
         super().restart()
         fut = self.world.future
-        fut.walk[:] = self._walk_start[0]
-        fut.walk_end[:] = self._walk_start[1]
-        fut.window[0] = -1
-        fut.window[1:] = 0
-        fut.reach[:] = 0
+        for name, start in self._future_start.items():
+            getattr(fut, name)[...] = start
         self.world = self.world._replace(
             pending=new_pending(fut),
             drive=restart_drive(self.world.drive, self.disk, forced, log_decisions))
 
+
+#: the arrays of a :class:`Future` a replay changes (the rest is read only)
+_FUTURE_MOVED = ("walk", "walk_end", "window", "reach")
 
 ROLLOUT_READS = 1000  # the longest trace (READs) whose choices run_oracle improves by rollouts
 ROLLOUT_MAX = 8  # rollouts per trace at most (bound's cost on the law's traces)
@@ -2081,24 +2081,24 @@ def run_oracle(stream: ReadStream, sizes: np.ndarray | None, *, cache_bytes: int
     if refs is None or refs.prev is None:
         refs = refs_of(stream, eof, block_size, reads=True)
 
-    rolls = model is not None and len(stream) <= rollout_reads
-    fut = future_of(stream, eof, block_size, cache_bytes // block_size, gap, refs)
-    rp = OracleReplayer(stream.file_ids, fut, block_size=block_size, cache=cache_bytes,
-                        profile=profile, file_sizes=sizes, layout=layout,
-                        drive_cache=drive_cache, per_request=False, timing=timing,
-                        log_decisions=ROLLOUT_LOG if rolls else 0)
-    fed = [False]
+    rp: OracleReplayer | None = None
 
     def replay(forced: np.ndarray | None, log_decisions: int) -> tuple[dict, Drive]:
         # one replayer for every run, restarted: building one (future, profile, placement,
         # the loop's lookup) cost about 1.3 ms, more than a run of a short trace's READs
-        if fed[0]:
+        nonlocal rp
+        if rp is None:
+            fut = future_of(stream, eof, block_size, cache_bytes // block_size, gap, refs)
+            rp = OracleReplayer(stream.file_ids, fut, block_size=block_size,
+                                cache=cache_bytes, profile=profile, file_sizes=sizes,
+                                layout=layout, drive_cache=drive_cache, per_request=False,
+                                timing=timing, forced=forced, log_decisions=log_decisions)
+        else:
             rp.restart(forced, log_decisions)
-        fed[0] = True
         rp.feed(stream)
         return rp.summary(), rp.world.drive
 
-    if not rolls:
+    if model is None or len(stream) > rollout_reads:
         out = replay(None, 0)[0]
     else:
         out = rollouts(replay, len(stream))
@@ -2118,15 +2118,20 @@ def rollouts(replay: Any, reads: int) -> dict[str, Any]:
     not a clock: the same rollouts on every machine). ``replay(forced, log_decisions)``:
     (summary, Drive) of one replay with the ways ``forced`` imposed; ``reads``: the trace's
     READs."""
+    def work(decisions: int) -> int:
+        return reads + ROLLOUT_DECISION_WORK * decisions
+
+    def room() -> bool:  # for another rollout
+        return tried < ROLLOUT_MAX and spent + last <= ROLLOUT_WORK
+
     out, dr = replay(None, ROLLOUT_LOG)
     forced = np.zeros((0, 7), np.int64)
     decisions = int(dr.plan[0])  # of the schedule kept
     tried = 0
     spent = 0  # work replayed by the rollouts so far
-    last = reads + ROLLOUT_DECISION_WORK * decisions  # and by the last run: about the next's
+    last = work(decisions)  # and by the last run: about the next's
     d = 0
-    while (d < min(decisions, ROLLOUT_LOG) and tried < ROLLOUT_MAX
-           and spent + last <= ROLLOUT_WORK):
+    while d < min(decisions, ROLLOUT_LOG) and room():
         if dr is None:
             # the schedule kept again, logging its decisions' ways: a rollout runs without
             # its log (half a run's time on the demo capture at 1 MiB), needed only once it
@@ -2139,13 +2144,13 @@ def rollouts(replay: Any, reads: int) -> dict[str, Any]:
                        dr.log_s[d, i] <= base * (1 + ROLLOUT_CLOSE))
         won = None
         for _, i in order:
-            if tried >= ROLLOUT_MAX or spent + last > ROLLOUT_WORK:
+            if not room():
                 break
             tried += 1
             way = np.concatenate([[d], dr.log[d, i]]).astype(np.int64)
             trial = np.vstack([forced, way[None, :]])
             o, t = replay(trial, 0)
-            last = reads + ROLLOUT_DECISION_WORK * int(t.plan[0])
+            last = work(int(t.plan[0]))
             spent += last
             # the best of the decision's ways, not the first that beats the schedule so far:
             # on seed 59's trace 337 the first (the block, then blocks 1 to 8 apart, 76.267
