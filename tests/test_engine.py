@@ -80,6 +80,8 @@ def test_writable_and_read_only_columns_share_one_compiled_loop() -> None:
     read-only views each loop would compile twice."""
     import pyarrow as pa
 
+    from seqheur import oracle
+
     file = np.array([0, 1, 0, 1], np.int32)
     offset = np.array([0, 0, 8192, 8192], np.int64)
     writable = seqheur.ReadStream.from_arrays(file, offset, 8192)
@@ -90,6 +92,15 @@ def test_writable_and_read_only_columns_share_one_compiled_loop() -> None:
     for s in (writable, read_only):
         seqheur.replay(s, "cursor", "ellard", "fixed:4", cache="1MiB", profile=None)
         seqheur.detect(s, "cursor", "ellard")
+    # the oracle's loop reads the stream's file column too, and a stream built field by field
+    # keeps a writable one
+    built = seqheur.ReadStream(time_ns=np.arange(4), file=file.copy(), offset=offset.copy(),
+                               count=np.full(4, 8192, np.int32),
+                               file_ids=np.arange(2, dtype=np.uint64),
+                               is_write=None, source_index=None)
+    assert built.file.flags.writeable and not read_only.file.flags.writeable
+    for s in (built, read_only):
+        oracle.run_oracle(s, None, cache_bytes=65536, block_size=16384, profile=None)
     for run in E._LOOPS.values():
         kinds = [str(sig).replace("readonly ", "") for sig in run.signatures]
         assert len(kinds) == len(set(kinds)), kinds

@@ -61,19 +61,20 @@ class Requests(NamedTuple):
     time_ns: np.ndarray  # int64: arrival time
 
 
+def read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a`` (no copy). numba types a read-only array apart from a
+    writable one, and a stream's columns are either (Arrow's zero-copy arrays are read-only,
+    numpy's are not): handing a loop one kind whatever the source compiles it once, not twice
+    (a third of the loops the test suite compiled were such twins)."""
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
 def read_only_requests(file: np.ndarray, offset: np.ndarray, count: np.ndarray,
                        time_ns: np.ndarray) -> Requests:
-    """:class:`Requests` over read-only views of the given arrays (no copy). numba types a
-    read-only array apart from a writable one, and a stream's columns are either (Arrow's
-    zero-copy arrays are read-only, numpy's are not): handing the loop one kind whatever the
-    source compiles each loop once, not twice (a third of the loops the test suite compiled
-    were such twins)."""
-    def view(a: np.ndarray) -> np.ndarray:
-        v = a.view()
-        v.flags.writeable = False
-        return v
-
-    return Requests(view(file), view(offset), view(count), view(time_ns))
+    """:class:`Requests` over read-only views of the given arrays (:func:`read_only`)."""
+    return Requests(read_only(file), read_only(offset), read_only(count), read_only(time_ns))
 
 
 #: What the table did: slots (re)allocated, of them taken over from another file, and of them

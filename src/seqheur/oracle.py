@@ -411,7 +411,8 @@ def future_of(stream: ReadStream, sizes: np.ndarray, block_size: int, cache_bloc
     first, first_end = _walk_start(refs.first, refs.end)
     window = np.zeros((3, limits.size), np.int64)
     window[0] = -1
-    return Future(ref0=refs.start, rfile=np.ascontiguousarray(stream.file, dtype=np.int32),
+    rfile = E.read_only(np.ascontiguousarray(stream.file, dtype=np.int32))
+    return Future(ref0=refs.start, rfile=rfile,
                   keys=refs.keys, ids=refs.ids, ends=refs.end, walk=first, walk_end=first_end,
                   cache_blocks=int(cache_blocks),
                   limits=limits, nxt=refs.nxt, prev=refs.prev, window=window,
