@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import seqheur
 from seqheur import engine as E
@@ -16,6 +17,7 @@ from seqheur import engine as E
 SCRIPT = r'''
 import json, sys, warnings
 import numpy as np
+import pytest
 import seqheur
 warnings.simplefilter("ignore")
 rng = np.random.default_rng(7)
@@ -125,3 +127,72 @@ def test_an_unloadable_cache_entry_is_a_miss(monkeypatch) -> None:
 
     monkeypatch.setattr(FunctionCache, "_load_overload", stale)
     assert cache.load_overload((), cpu_target.target_context) is None
+
+
+def test_the_inliner_copies_an_ir_once_with_the_sharing_it_had() -> None:
+    """seqheur's copy for numba's inliner (seqheur._inlining): a function's blocks copied one
+    after the other share one copy of their scope, hold the same statements as block-by-block
+    copies do, and a second copy of the same IR is a new one."""
+    import copy
+
+    from numba.core import inline_closurecall
+    from numba.core.compiler import run_frontend
+
+    from seqheur import _inlining
+
+    assert isinstance(inline_closurecall.copy, _inlining._CopyOneMemoPerIR)
+
+    def branches(a, n):
+        t = 0
+        for i in range(n):
+            if a[i] > 0:
+                t += a[i]
+            else:
+                t -= 1
+        return t
+
+    fir = run_frontend(branches)
+    assert len(fir.blocks) > 3
+    shim = inline_closurecall.copy
+    once = {k: shim.deepcopy(b) for k, b in fir.blocks.items()}
+    again = {k: shim.deepcopy(b) for k, b in fir.blocks.items()}
+    plain = {k: copy.deepcopy(b) for k, b in fir.blocks.items()}
+    assert len({id(b.scope) for b in once.values()}) == 1
+    assert len({id(b.scope) for b in plain.values()}) == len(plain)
+    for k, b in fir.blocks.items():
+        assert once[k] is not b and once[k].scope is not b.scope
+        assert again[k] is not once[k] and again[k].scope is not once[k].scope
+        assert [str(s) for s in once[k].body] == [str(s) for s in plain[k].body]
+        assert [str(s) for s in again[k].body] == [str(s) for s in b.body]
+
+
+ASM_SCRIPT = r'''
+import hashlib, sys
+import numpy as np
+import pytest
+import seqheur
+from seqheur import engine as E
+s = seqheur.ReadStream.from_arrays(np.array([0, 1, 0, 1, 0] * 8), np.arange(40) * 8192, 8192)
+seqheur.replay(s, "cursor", "ellard", "freebsd4-cluster", cache="1MiB", profile="ide-7200")
+for run in E._LOOPS.values():
+    for sig in run.signatures:
+        print(hashlib.sha256(run.inspect_asm(sig).encode()).hexdigest())
+'''
+
+
+@pytest.mark.slow
+def test_the_inliners_one_copy_compiles_the_same_machine_code(tmp_path) -> None:
+    """A replay loop (its serve step inlines the FreeBSD read-ahead: the case the copy was
+    slow on) compiled afresh with seqheur's copy for numba's inliner and with numba's own
+    gives the same machine code."""
+    from seqheur import _inlining
+
+    out = {}
+    for plain in ("0", "1"):
+        env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / f"numba-{plain}"),
+                   **{_inlining.ENV_PLAIN: plain})
+        run = subprocess.run([sys.executable, "-c", ASM_SCRIPT], env=env, capture_output=True,
+                             text=True, timeout=900)
+        assert run.returncode == 0, run.stderr[-2000:]
+        out[plain] = run.stdout.split()
+    assert out["0"] and out["0"] == out["1"]

@@ -87,6 +87,9 @@ from .errors import SeqheurError
 from .options import parse_size
 from .replay import _as_stream, file_sizes_for
 from .streams import ReadStream
+from . import _inlining
+
+_inlining.install()  # numba's inliner: one copy of a callee's IR, not one per block (_inlining)
 
 _ALIGN = 4096  # the disk model's file alignment (DiskModel.place)
 KEY_SHIFT = np.int64(C.KEY_SHIFT)  # a key's file and block (cache.make_key)

@@ -56,6 +56,9 @@ from numba.core import cgutils, config
 from numba.extending import intrinsic
 
 from .errors import SeqheurError
+from . import _inlining
+
+_inlining.install()  # numba's inliner: one copy of a callee's IR, not one per block (_inlining)
 
 # flag bits
 F_PF = 1  # brought in by read-ahead, not yet used by a demand read

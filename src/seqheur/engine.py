@@ -44,6 +44,9 @@ from numba import njit, uint64
 
 from . import cache as C
 from . import readahead as R
+from . import _inlining
+
+_inlining.install()  # numba's inliner: one copy of a callee's IR, not one per block (_inlining)
 
 AHEAD = 8  # requests between the prefetch of a request's hash line and its probe (4 and 8
 # measured alike; docs/performance.md)

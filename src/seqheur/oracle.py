@@ -110,6 +110,9 @@ from .bound import (belady_fetches, demand_refs_and_reads, next_and_previous_use
                     next_uses, uindex)
 from .replay import Replayer
 from .streams import ReadStream
+from . import _inlining
+
+_inlining.install()  # numba's inliner: one copy of a callee's IR, not one per block (_inlining)
 
 
 class Future(NamedTuple):

@@ -61,6 +61,9 @@ from .errors import SpecError
 from .options import format_spec, param
 from .registry import Registry
 from .metrics import CAUSES  # noqa: F401  (cause names, in code order 1..6)
+from . import _inlining
+
+_inlining.install()  # numba's inliner: one copy of a callee's IR, not one per block (_inlining)
 
 # policy kinds
 POL_NONE = 0

@@ -62,6 +62,9 @@ from numba import njit, uint64
 from .errors import SpecError
 from .options import format_spec, param
 from .registry import Entry, Registry
+from . import _inlining
+
+_inlining.install()  # numba's inliner: one copy of a callee's IR, not one per block (_inlining)
 
 # Table kinds in cfg[0]
 KIND_IDEAL = 0

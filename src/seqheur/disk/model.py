@@ -55,6 +55,9 @@ import numpy as np
 from numba import njit
 
 from .profile import DiskProfile, HostThrottle, load_profile
+from .. import _inlining
+
+_inlining.install()  # numba's inliner: one copy of a callee's IR, not one per block (_inlining)
 
 POSITIONED = 1
 HIT = 2

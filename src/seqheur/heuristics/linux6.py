@@ -70,6 +70,9 @@ from .. import readahead as R
 from ..options import param
 from .linux import init_size, next_size
 from .registry import detector
+from .. import _inlining
+
+_inlining.install()  # numba's inliner: one copy of a callee's IR, not one per block (_inlining)
 
 PAGE_SHIFT = 12
 PAGE = 1 << PAGE_SHIFT

@@ -19,6 +19,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import trailing_zeros
+from .. import _inlining
+
+_inlining.install()  # numba's inliner: one copy of a callee's IR, not one per block (_inlining)
 
 # array index cast: numba adds a negative-index wrap-around to every signed index; an
 # unsigned one (positions here are never negative) indexes as is

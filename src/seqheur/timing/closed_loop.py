@@ -58,6 +58,9 @@ from numba import njit
 
 from ..disk.model import I_HZ, extent_address, service_read, throttle_step
 from ..options import param
+from .. import _inlining
+
+_inlining.install()  # numba's inliner: one copy of a callee's IR, not one per block (_inlining)
 
 NAME = "closed-loop"
 #: Jitted functions that call into other modules (the drive model): the replay caches them
