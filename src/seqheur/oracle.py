@@ -1417,7 +1417,7 @@ def price_waited(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi, 
     return s + price_later(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead), n
 
 
-WAYS_MAX = 16  # choose_reads' ways other than the first choice (14), with room
+WAYS_MAX = 16  # choose_reads' ways other than the first choice (15), with room
 LOG_WAYS = WAYS_MAX + 6  # a decision's ways logged: the first choice, the table's, five more
 WAY_FIXED = 0  # a way whose reads are known before any is priced
 WAY_DEMAND = 1  # the demand alone: priced unless the way chosen so far already reads it so
@@ -1537,11 +1537,14 @@ def _waited(dr, c, fut, fsize, bsize, stamp, f, start, best1, best2, lo, hi, ahe
 
 
 @njit(nogil=True, _nrt=False)
-def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, latest):
+def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, latest,
+                 part=-1):
     """How to read blocks start..last of file ``f`` (a READ's misses) with the read-ahead
-    last + 1..far (``latest``: the last use of a block of it): (end1, end2, waits), one read
-    start..end1, then one of end1 + 1..end2 when end2 > end1; the read-ahead is dropped
-    when neither reaches ``far``. Blocks past ``far`` are read over, not cached.
+    last + 1..far (``latest``: the last use of a block of it): (end1, end2, waits, hi), one
+    read start..end1, then one of end1 + 1..end2 when end2 > end1, and ``hi`` the last
+    block of the read-ahead kept; the read-ahead is dropped when neither read reaches
+    ``far``. Blocks past ``far`` are read over, not cached, unless ``hi`` is past it: the
+    read-ahead into a later READ served in part (below).
 
     First the read-ahead or not, as one read each: it is dropped when the demand followed
     at once by the rest costs less than the whole (the best case for stopping), e.g. when
@@ -1587,7 +1590,12 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
       gap is at most ``gap_blocks`` and no READ of another file demands a block before that
       one (:func:`next_start`): the head stops where a read ends,
       so that READ's read streams on where it would position (with a drive cache, the
-      drive's read-ahead reads the gap into a segment and makes it a hit).
+      drive's read-ahead reads the gap into a segment and makes it a hit);
+    * when blocks far + 1..``part`` were admitted as read-ahead but serve a later READ only
+      in part (its other blocks would not survive in the cache, or are not wanted): the
+      read-ahead up to ``part`` in the same read (cached). It saves that READ no disk read,
+      but its read is shorter: a drive-cache hit costs the transfer of its bytes, which
+      the media read before has streamed anyway.
 
     Last, the way chosen after a wait (:func:`wait_hits`), when its first read lands in the
     segment the drive's read-ahead is filling, past where it got; the third value is the
@@ -1605,11 +1613,12 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
         w = dr.forced
         if w[i, 6] > 0:  # in disk reads of a few blocks each (no wait priced)
             dr.plan[3] = w[i, 6]
-            return w[i, 1], w[i, 2], 0
+            return w[i, 1], w[i, 2], 0, w[i, 4]
         s = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, w[i, 1], w[i, 2], w[i, 3],
                         w[i, 4], w[i, 5] != 0)
-        return _waited(dr, c, fut, fsize, bsize, stamp, f, start, w[i, 1], w[i, 2], w[i, 3],
-                       w[i, 4], w[i, 5] != 0, s)
+        e1, e2, n = _waited(dr, c, fut, fsize, bsize, stamp, f, start, w[i, 1], w[i, 2],
+                            w[i, 3], w[i, 4], w[i, 5] != 0, s)
+        return e1, e2, n, w[i, 4]
     # logged up to the log's room, after the last way imposed (the decisions before it are
     # the run's it was imposed on, whose log a rollout has already read)
     logging = d < dr.log_n.shape[0] and (dr.plan[1] == 0 or d > dr.forced[dr.plan[1] - 1, 0])
@@ -1684,14 +1693,15 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     # demand past the read-ahead reads first lets that read stream on (with a drive cache,
     # the drive's read-ahead reads the gap into a segment and makes that read a hit)
     to_next = next_start(fut, stamp, f, far, tail) if not drive_cache else -1
+    to_part = part > far
     if not (to_tail or to_fill or to_split or to_last or cut >= 0 or held >= 0 or to_head or (
-            far > last and best1 == far and within) or to_wait or to_next >= 0):
+            far > last and best1 == far and within) or to_wait or to_next >= 0 or to_part):
         if logging:
             _note_priced(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1,
                          1, d)
             _note_more(dr, c, fut, fsize, bsize, stamp, f, start, last, far, d, best1, -1,
                        last + 1, best1, 1)
-        return best1, -1, 0  # one way only
+        return best1, -1, 0, best1  # one way only
     # the table of ways, in the order they are priced (ties keep the earlier): each a
     # first read's end and a second's, the read-ahead it keeps; a way that reads over to a
     # file's or an extent's end only when it reads over no block lost to both caches
@@ -1729,6 +1739,8 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
             m = _add_way(ways, m, WAY_FIXED, last, cut_tail, last + 1, far, 1)
     if to_next >= 0:  # over the gap to the next READ's first block (no drive cache)
         m = _add_way(ways, m, WAY_FIXED, to_next, -1, last + 1, far, 1)
+    if to_part:  # the read-ahead on into a later READ it serves in part, cached
+        m = _add_way(ways, m, WAY_FIXED, part, -1, last + 1, part, 1)
     # the ways that split the first read of the way chosen so far (its last block apart;
     # what a drive segment holds, then the rest; its first segment, then the rest), and
     # between the first two, the read-ahead up to the first extent it jumps to
@@ -1781,8 +1793,9 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
                    best_lo, best_hi, 1 if best_ahead else 0)
     # the way chosen after a wait for the drive's read-ahead, when its first read lands in
     # the segment being filled, past where the read-ahead got
-    return _waited(dr, c, fut, fsize, bsize, stamp, f, start, best1, best2, best_lo, best_hi,
-                   best_ahead, best)
+    e1, e2, n = _waited(dr, c, fut, fsize, bsize, stamp, f, start, best1, best2, best_lo,
+                        best_hi, best_ahead, best)
+    return e1, e2, n, best_hi
 
 
 @njit(nogil=True, _nrt=False)
@@ -1948,6 +1961,11 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                     far = seen
                     kept = n_adm
                 b += 1
+            # the blocks admitted past far serve a later READ in part only: reading them
+            # saves that READ no disk read, but makes its read shorter (a drive-cache hit
+            # costs its bytes' transfer, a media read its bytes' media time), a way priced
+            # (choose_reads' ``part``)
+            part = seen if seen > far else np.int64(-1)
             end1 = far  # the read: blocks start..end1, then end1 + 1..end2 apart (-1: none)
             end2 = -1
             n_wait = 0
@@ -1955,9 +1973,15 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                 latest = np.int64(-1)  # the last use of a block read ahead
                 for i in range(kept):
                     latest = max(latest, pd.undo[i])
-                end1, end2, n_wait = choose_reads(dr, c, fut, world.fsize, bsize, stamp, f,
-                                                  start, last, far, eof_blk, latest)
-                if end1 < far and end2 < far:  # the read-ahead dropped, or cut short
+                end1, end2, n_wait, hi = choose_reads(dr, c, fut, world.fsize, bsize, stamp,
+                                                      f, start, last, far, eof_blk, latest,
+                                                      part)
+                if part > far and far < hi <= part:  # the read-ahead into the READ in part
+                    far = hi
+                    kept = n_adm
+                    while kept > 0 and pd.admitted[kept - 1] > far:
+                        kept -= 1
+                elif end1 < far and end2 < far:  # the read-ahead dropped, or cut short
                     far = max(last, end1, end2)
                     while kept > 0 and pd.admitted[kept - 1] > far:
                         kept -= 1
