@@ -19,8 +19,9 @@ trace order, it
    time is below the command overhead plus the shortest positioning a second read would
    pay), stopping at the first longer gap, at the end of the file, or where a later READ
    would be served only in part (reading part of a READ saves no disk read); the read-ahead
-   ends after the last READ it serves whole. A block read over is not inserted: caching it
-   would only push out blocks that will be used;
+   ends after the last READ it serves whole (the blocks admitted into a READ served in
+   part are a way the rollouts try, below: they make that READ's read shorter). A block
+   read over is not inserted: caching it would only push out blocks that will be used;
 3. chooses how to read the demand and the read-ahead on a **shadow of the drive** (the
    same ``disk.model`` kernel and state, fed the same reads in the same order, so it is the
    drive's state at this moment), :func:`choose_reads`: it keeps the read-ahead unless the
@@ -74,8 +75,9 @@ pushed out: the oracle does not protect re-references, which Belady-style evicti
 On a trace of at most ``ROLLOUT_READS`` READs the replay is improved by **rollouts**
 (:func:`rollouts`, a pilot method): the first replay logs, per decision of
 :func:`choose_reads`, the ways it priced with their look-ahead prices (and a few it does
-not price: the demand alone, the read-ahead in the same read or apart, the way chosen in
-disk reads of a drive segment each); then, decision by decision, each way priced within
+not price: the demand alone, the read-ahead in the same read or apart, the read-ahead on
+into a later READ it serves in part, the way chosen in disk reads of a drive segment each);
+then, decision by decision, each way priced within
 ``ROLLOUT_CLOSE`` of the chosen one is imposed there and the oracle's own choices run on
 from it to the trace's end, and the run with the least disk time is kept when it beats the
 schedule so far (at most ``ROLLOUT_MAX`` rollouts, and while the work they replay, READs
@@ -1417,8 +1419,8 @@ def price_waited(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi, 
     return s + price_later(dr, c, fut, fsize, bsize, stamp, f, lo, hi, ahead), n
 
 
-WAYS_MAX = 16  # choose_reads' ways other than the first choice (15), with room
-LOG_WAYS = WAYS_MAX + 6  # a decision's ways logged: the first choice, the table's, five more
+WAYS_MAX = 16  # choose_reads' ways other than the first choice (14), with room
+LOG_WAYS = WAYS_MAX + 6  # a decision's ways logged: the first choice, the table's, six more
 WAY_FIXED = 0  # a way whose reads are known before any is priced
 WAY_DEMAND = 1  # the demand alone: priced unless the way chosen so far already reads it so
 WAY_SPLIT = 2  # splits the way chosen so far: the rest of it (its second read too) in one read
@@ -1498,12 +1500,19 @@ def price_in_pieces(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, h
 
 @njit(nogil=True, _nrt=False)
 def _note_more(dr, c, fut, fsize, bsize, stamp, f, start, last, far, d, best1, best2, lo, hi,
-               ahead):
-    """Log the ways a rollout may try beyond the table's: the demand alone, the read-ahead
-    in the same read and in a read of its own (each once); with a drive cache, the way
-    chosen (``best1``, ``best2``, lo..hi) and the read-ahead in the same read in disk reads
-    of a drive segment each, when a read is longer (after each read the drive reads ahead
-    while the host turns the command round, streaming on)."""
+               ahead, part=-1):
+    """Log the ways a rollout may try beyond the table's: the read-ahead on into a later
+    READ it serves in part, when blocks far + 1..``part`` were admitted but that READ's
+    next block was not (it would not survive in the cache, or is not wanted): up to
+    ``part`` in the same read, cached (the READ still reads, but fewer blocks: a
+    drive-cache hit costs its bytes' transfer, which the media read before streamed
+    anyway); the demand alone, the read-ahead in the same read and in a read of its own
+    (each once); with a drive cache, the way chosen (``best1``, ``best2``, lo..hi) and the
+    read-ahead in the same read in disk reads of a drive segment each, when a read is
+    longer (after each read the drive reads ahead while the host turns the command round,
+    streaming on)."""
+    if part > far:  # the read-ahead on into a later READ it serves in part, cached
+        _note_priced(dr, c, fut, fsize, bsize, stamp, f, start, part, -1, last + 1, part, 1, d)
     if far > last:
         _note_priced(dr, c, fut, fsize, bsize, stamp, f, start, last, -1, far + 1, far, 1, d)
         _note_priced(dr, c, fut, fsize, bsize, stamp, f, start, far, -1, last + 1, far, 1, d)
@@ -1543,8 +1552,9 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     last + 1..far (``latest``: the last use of a block of it): (end1, end2, waits, hi), one
     read start..end1, then one of end1 + 1..end2 when end2 > end1, and ``hi`` the last
     block of the read-ahead kept; the read-ahead is dropped when neither read reaches
-    ``far``. Blocks past ``far`` are read over, not cached, unless ``hi`` is past it: the
-    read-ahead into a later READ served in part (below).
+    ``far``. Blocks past ``far`` are read over, not cached, unless a rollout imposed a way
+    whose ``hi`` is past it: the read-ahead on up to ``part`` (blocks far + 1..part were
+    admitted but serve a later READ only in part; :func:`_note_more`).
 
     First the read-ahead or not, as one read each: it is dropped when the demand followed
     at once by the rest costs less than the whole (the best case for stopping), e.g. when
@@ -1590,12 +1600,7 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
       gap is at most ``gap_blocks`` and no READ of another file demands a block before that
       one (:func:`next_start`): the head stops where a read ends,
       so that READ's read streams on where it would position (with a drive cache, the
-      drive's read-ahead reads the gap into a segment and makes it a hit);
-    * when blocks far + 1..``part`` were admitted as read-ahead but serve a later READ only
-      in part (its other blocks would not survive in the cache, or are not wanted): the
-      read-ahead up to ``part`` in the same read (cached). It saves that READ no disk read,
-      but its read is shorter: a drive-cache hit costs the transfer of its bytes, which
-      the media read before has streamed anyway.
+      drive's read-ahead reads the gap into a segment and makes it a hit).
 
     Last, the way chosen after a wait (:func:`wait_hits`), when its first read lands in the
     segment the drive's read-ahead is filling, past where it got; the third value is the
@@ -1693,14 +1698,13 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
     # demand past the read-ahead reads first lets that read stream on (with a drive cache,
     # the drive's read-ahead reads the gap into a segment and makes that read a hit)
     to_next = next_start(fut, stamp, f, far, tail) if not drive_cache else -1
-    to_part = part > far
     if not (to_tail or to_fill or to_split or to_last or cut >= 0 or held >= 0 or to_head or (
-            far > last and best1 == far and within) or to_wait or to_next >= 0 or to_part):
+            far > last and best1 == far and within) or to_wait or to_next >= 0):
         if logging:
             _note_priced(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1,
                          1, d)
             _note_more(dr, c, fut, fsize, bsize, stamp, f, start, last, far, d, best1, -1,
-                       last + 1, best1, 1)
+                       last + 1, best1, 1, part)
         return best1, -1, 0, best1  # one way only
     # the table of ways, in the order they are priced (ties keep the earlier): each a
     # first read's end and a second's, the read-ahead it keeps; a way that reads over to a
@@ -1739,8 +1743,6 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
             m = _add_way(ways, m, WAY_FIXED, last, cut_tail, last + 1, far, 1)
     if to_next >= 0:  # over the gap to the next READ's first block (no drive cache)
         m = _add_way(ways, m, WAY_FIXED, to_next, -1, last + 1, far, 1)
-    if to_part:  # the read-ahead on into a later READ it serves in part, cached
-        m = _add_way(ways, m, WAY_FIXED, part, -1, last + 1, part, 1)
     # the ways that split the first read of the way chosen so far (its last block apart;
     # what a drive segment holds, then the rest; its first segment, then the rest), and
     # between the first two, the read-ahead up to the first extent it jumps to
@@ -1790,7 +1792,7 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
         dr.log_n[d, 1] = _note(dr, d, best1, best2, best_lo, best_hi, 1 if best_ahead else 0,
                                best)
         _note_more(dr, c, fut, fsize, bsize, stamp, f, start, last, far, d, best1, best2,
-                   best_lo, best_hi, 1 if best_ahead else 0)
+                   best_lo, best_hi, 1 if best_ahead else 0, part)
     # the way chosen after a wait for the drive's read-ahead, when its first read lands in
     # the segment being filled, past where the read-ahead got
     e1, e2, n = _waited(dr, c, fut, fsize, bsize, stamp, f, start, best1, best2, best_lo,
@@ -1963,8 +1965,9 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                 b += 1
             # the blocks admitted past far serve a later READ in part only: reading them
             # saves that READ no disk read, but makes its read shorter (a drive-cache hit
-            # costs its bytes' transfer, a media read its bytes' media time), a way priced
-            # (choose_reads' ``part``)
+            # costs its bytes' transfer), a way the rollouts try (choose_reads' ``part``);
+            # priced in the table, it changed the greedy schedule both ways (docs/bound.md,
+            # "A loss found afterwards")
             part = seen if seen > far else np.int64(-1)
             end1 = far  # the read: blocks start..end1, then end1 + 1..end2 apart (-1: none)
             end2 = -1
