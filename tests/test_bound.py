@@ -578,7 +578,7 @@ OVERREAD = dict(s=ReadStream.from_arrays(
 # READ, so the READ of blocks 0 to 8 after file 1's eight read only 4 to 8, a shorter
 # drive-cache hit; the oracle read ahead nothing, as blocks 0 to 8 and file 1's do not all
 # fit, and a read-ahead serving a READ in part saves it no disk read. The read-ahead into
-# such a READ (blocks 1 to 7, cached) is a way now: 15.454 ms.
+# such a READ (blocks 1 to 7, cached) is a way the rollouts try now: 15.454 ms.
 LINUX_READ_AHEAD = dict(
     s=ReadStream(time_ns=np.arange(9), file=np.array([0, 0, 0, 0, 1, 0, 0, 0, 0], np.int32),
                  offset=np.array([0, 0, 0, 0, 0, 512, 33280, 33280, 33280]),
