@@ -19,8 +19,9 @@ trace order, it
    time is below the command overhead plus the shortest positioning a second read would
    pay), stopping at the first longer gap, at the end of the file, or where a later READ
    would be served only in part (reading part of a READ saves no disk read); the read-ahead
-   ends after the last READ it serves whole. A block read over is not inserted: caching it
-   would only push out blocks that will be used;
+   ends after the last READ it serves whole (the blocks admitted into a READ served in
+   part are a way the rollouts try, below: they make that READ's read shorter). A block
+   read over is not inserted: caching it would only push out blocks that will be used;
 3. chooses how to read the demand and the read-ahead on a **shadow of the drive** (the
    same ``disk.model`` kernel and state, fed the same reads in the same order, so it is the
    drive's state at this moment), :func:`choose_reads`: it keeps the read-ahead unless the
@@ -74,8 +75,9 @@ pushed out: the oracle does not protect re-references, which Belady-style evicti
 On a trace of at most ``ROLLOUT_READS`` READs the replay is improved by **rollouts**
 (:func:`rollouts`, a pilot method): the first replay logs, per decision of
 :func:`choose_reads`, the ways it priced with their look-ahead prices (and a few it does
-not price: the demand alone, the read-ahead in the same read or apart, the way chosen in
-disk reads of a drive segment each); then, decision by decision, each way priced within
+not price: the demand alone, the read-ahead in the same read or apart, the read-ahead on
+into a later READ it serves in part, the way chosen in disk reads of a drive segment each);
+then, decision by decision, each way priced within
 ``ROLLOUT_CLOSE`` of the chosen one is imposed there and the oracle's own choices run on
 from it to the trace's end, and the run with the least disk time is kept when it beats the
 schedule so far (at most ``ROLLOUT_MAX`` rollouts, and while the work they replay, READs
@@ -1422,7 +1424,7 @@ def price_waited(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, hi, 
 
 
 WAYS_MAX = 16  # choose_reads' ways other than the first choice (14), with room
-LOG_WAYS = WAYS_MAX + 6  # a decision's ways logged: the first choice, the table's, five more
+LOG_WAYS = WAYS_MAX + 6  # a decision's ways logged: the first choice, the table's, six more
 WAY_FIXED = 0  # a way whose reads are known before any is priced
 WAY_DEMAND = 1  # the demand alone: priced unless the way chosen so far already reads it so
 WAY_SPLIT = 2  # splits the way chosen so far: the rest of it (its second read too) in one read
@@ -1502,12 +1504,19 @@ def price_in_pieces(dr, c, fut, fsize, bsize, stamp, f, start, end1, end2, lo, h
 
 @njit(nogil=True, _nrt=False)
 def _note_more(dr, c, fut, fsize, bsize, stamp, f, start, last, far, d, best1, best2, lo, hi,
-               ahead):
-    """Log the ways a rollout may try beyond the table's: the demand alone, the read-ahead
-    in the same read and in a read of its own (each once); with a drive cache, the way
-    chosen (``best1``, ``best2``, lo..hi) and the read-ahead in the same read in disk reads
-    of a drive segment each, when a read is longer (after each read the drive reads ahead
-    while the host turns the command round, streaming on)."""
+               ahead, part=-1):
+    """Log the ways a rollout may try beyond the table's: the read-ahead on into a later
+    READ it serves in part, when blocks far + 1..``part`` were admitted but that READ's
+    next block was not (it would not survive in the cache, or is not wanted): up to
+    ``part`` in the same read, cached (the READ still reads, but fewer blocks: a
+    drive-cache hit costs its bytes' transfer, which the media read before streamed
+    anyway); the demand alone, the read-ahead in the same read and in a read of its own
+    (each once); with a drive cache, the way chosen (``best1``, ``best2``, lo..hi) and the
+    read-ahead in the same read in disk reads of a drive segment each, when a read is
+    longer (after each read the drive reads ahead while the host turns the command round,
+    streaming on)."""
+    if part > far:  # the read-ahead on into a later READ it serves in part, cached
+        _note_priced(dr, c, fut, fsize, bsize, stamp, f, start, part, -1, last + 1, part, 1, d)
     if far > last:
         _note_priced(dr, c, fut, fsize, bsize, stamp, f, start, last, -1, far + 1, far, 1, d)
         _note_priced(dr, c, fut, fsize, bsize, stamp, f, start, far, -1, last + 1, far, 1, d)
@@ -1541,11 +1550,15 @@ def _waited(dr, c, fut, fsize, bsize, stamp, f, start, best1, best2, lo, hi, ahe
 
 
 @njit(nogil=True, _nrt=False)
-def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, latest):
+def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, latest,
+                 part=-1):
     """How to read blocks start..last of file ``f`` (a READ's misses) with the read-ahead
-    last + 1..far (``latest``: the last use of a block of it): (end1, end2, waits), one read
-    start..end1, then one of end1 + 1..end2 when end2 > end1; the read-ahead is dropped
-    when neither reaches ``far``. Blocks past ``far`` are read over, not cached.
+    last + 1..far (``latest``: the last use of a block of it): (end1, end2, waits, hi), one
+    read start..end1, then one of end1 + 1..end2 when end2 > end1, and ``hi`` the last
+    block of the read-ahead kept; the read-ahead is dropped when neither read reaches
+    ``far``. Blocks past ``far`` are read over, not cached, unless a rollout imposed a way
+    whose ``hi`` is past it: the read-ahead on up to ``part`` (blocks far + 1..part were
+    admitted but serve a later READ only in part; :func:`_note_more`).
 
     First the read-ahead or not, as one read each: it is dropped when the demand followed
     at once by the rest costs less than the whole (the best case for stopping), e.g. when
@@ -1609,11 +1622,12 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
         w = dr.forced
         if w[i, 6] > 0:  # in disk reads of a few blocks each (no wait priced)
             dr.plan[3] = w[i, 6]
-            return w[i, 1], w[i, 2], 0
+            return w[i, 1], w[i, 2], 0, w[i, 4]
         s = price_reads(dr, c, fut, fsize, bsize, stamp, f, start, w[i, 1], w[i, 2], w[i, 3],
                         w[i, 4], w[i, 5] != 0)
-        return _waited(dr, c, fut, fsize, bsize, stamp, f, start, w[i, 1], w[i, 2], w[i, 3],
-                       w[i, 4], w[i, 5] != 0, s)
+        e1, e2, n = _waited(dr, c, fut, fsize, bsize, stamp, f, start, w[i, 1], w[i, 2],
+                            w[i, 3], w[i, 4], w[i, 5] != 0, s)
+        return e1, e2, n, w[i, 4]
     # logged up to the log's room, after the last way imposed (the decisions before it are
     # the run's it was imposed on, whose log a rollout has already read)
     logging = d < dr.log_n.shape[0] and (dr.plan[1] == 0 or d > dr.forced[dr.plan[1] - 1, 0])
@@ -1694,8 +1708,8 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
             _note_priced(dr, c, fut, fsize, bsize, stamp, f, start, best1, -1, last + 1, best1,
                          1, d)
             _note_more(dr, c, fut, fsize, bsize, stamp, f, start, last, far, d, best1, -1,
-                       last + 1, best1, 1)
-        return best1, -1, 0  # one way only
+                       last + 1, best1, 1, part)
+        return best1, -1, 0, best1  # one way only
     # the table of ways, in the order they are priced (ties keep the earlier): each a
     # first read's end and a second's, the read-ahead it keeps; a way that reads over to a
     # file's or an extent's end only when it reads over no block lost to both caches
@@ -1782,11 +1796,12 @@ def choose_reads(dr, c, fut, fsize, bsize, stamp, f, start, last, far, eof_blk, 
         dr.log_n[d, 1] = _note(dr, d, best1, best2, best_lo, best_hi, 1 if best_ahead else 0,
                                best)
         _note_more(dr, c, fut, fsize, bsize, stamp, f, start, last, far, d, best1, best2,
-                   best_lo, best_hi, 1 if best_ahead else 0)
+                   best_lo, best_hi, 1 if best_ahead else 0, part)
     # the way chosen after a wait for the drive's read-ahead, when its first read lands in
     # the segment being filled, past where the read-ahead got
-    return _waited(dr, c, fut, fsize, bsize, stamp, f, start, best1, best2, best_lo, best_hi,
-                   best_ahead, best)
+    e1, e2, n = _waited(dr, c, fut, fsize, bsize, stamp, f, start, best1, best2, best_lo,
+                        best_hi, best_ahead, best)
+    return e1, e2, n, best_hi
 
 
 @njit(nogil=True, _nrt=False)
@@ -1952,6 +1967,12 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                     far = seen
                     kept = n_adm
                 b += 1
+            # the blocks admitted past far serve a later READ in part only: reading them
+            # saves that READ no disk read, but makes its read shorter (a drive-cache hit
+            # costs its bytes' transfer), a way the rollouts try (choose_reads' ``part``);
+            # priced in the table, it changed the greedy schedule both ways (docs/bound.md,
+            # "A loss found afterwards")
+            part = seen if seen > far else np.int64(-1)
             end1 = far  # the read: blocks start..end1, then end1 + 1..end2 apart (-1: none)
             end2 = -1
             n_wait = 0
@@ -1959,9 +1980,15 @@ def oracle_serve(world, row, params, f, off, cnt, t, seq, fresh, stamp):
                 latest = np.int64(-1)  # the last use of a block read ahead
                 for i in range(kept):
                     latest = max(latest, pd.undo[i])
-                end1, end2, n_wait = choose_reads(dr, c, fut, world.fsize, bsize, stamp, f,
-                                                  start, last, far, eof_blk, latest)
-                if end1 < far and end2 < far:  # the read-ahead dropped, or cut short
+                end1, end2, n_wait, hi = choose_reads(dr, c, fut, world.fsize, bsize, stamp,
+                                                      f, start, last, far, eof_blk, latest,
+                                                      part)
+                if part > far and far < hi <= part:  # the read-ahead into the READ in part
+                    far = hi
+                    kept = n_adm
+                    while kept > 0 and pd.admitted[kept - 1] > far:
+                        kept -= 1
+                elif end1 < far and end2 < far:  # the read-ahead dropped, or cut short
                     far = max(last, end1, end2)
                     while kept > 0 and pd.admitted[kept - 1] > far:
                         kept -= 1
