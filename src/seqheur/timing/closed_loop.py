@@ -62,7 +62,7 @@ from ..options import param
 NAME = "closed-loop"
 #: Jitted functions that call into other modules (the drive model): the replay caches them
 #: on disk keyed by every source they reach, not by this file alone.
-KERNELS = ("simulate", "_short_loop", "simulate_exact", "_exact_loop", "op_address",
+KERNELS = ("_short_loop", "simulate_exact", "_exact_loop", "op_address",
            "_serve_next")
 DOC = ("clients with N outstanding READs (think time from the trace or none), network RTT "
        "and bandwidth, nfsd threads with CPU per RPC, asynchronous read-ahead, a fifo or "
@@ -566,6 +566,32 @@ def small_pages_empty(like, n):
     return np.empty(n, like.dtype)
 
 
+#: Where the arrays a disk read's steps touch at its index start in a page of memory
+#: (:func:`staggered_empty`): the replay's record of the disk reads (its five columns), the
+#: reads' disk addresses, the disk queue's three arrays and the five rings of reads in flight
+STAGGER_RECORD = 0  # .. 4
+STAGGER_ADDR = 5
+STAGGER_QUEUE = 6  # .. 8
+STAGGER_RING = 9  # .. 13
+_STAGGER_BYTES = 256
+
+
+@njit(cache=True, nogil=True)
+def staggered_empty(like, n, k):
+    """:func:`small_pages_empty` whose first element lies ``k`` x 256 bytes into a page (4
+    KiB). A disk read's steps touch a dozen arrays at its index (the replay's record, its
+    address, the queue, the rings of reads in flight); allocated alone, arrays this large
+    each start at the same place in a page, so those entries fall in one set of the CPU's
+    first-level cache, more of them than it has ways, and a store to one and a load from
+    another look alike to its 4 KiB check. The model's time moved by 15 % with where the
+    allocator put them (docs/timing.md, the eleventh pass)."""
+    size = like.itemsize
+    buf = np.empty(n + 4096 // size, like.dtype)
+    at = buf.ctypes.data
+    skip = ((k * _STAGGER_BYTES - at) % 4096) // size
+    return buf[skip:skip + n]
+
+
 class Clients(NamedTuple):
     """Per-file processes (``clients=per-file``): the READs of each file in trace order
     (``reads[start:end]`` of the file, ``next`` its first not yet issued), the files that have
@@ -616,7 +642,11 @@ def new_disk(inputs: TimingInputs, addr: np.ndarray, op_file: np.ndarray, op_off
     b = m if merge != "off" or throttled else 0
     place = inputs.place
     _, *drive = model.kernel_args()
-    return Disk(np.empty(m, i64), np.empty(m, i64), addr, op_file, op_off, op_len,
+    qseq = staggered_empty(addr, m + 1, STAGGER_QUEUE + 2)
+    qseq[m] = 0
+    return Disk(staggered_empty(addr, m, STAGGER_QUEUE),
+                staggered_empty(addr, m, STAGGER_QUEUE + 1), qseq, addr, op_file,
+                op_off, op_len,
                 place.ext_first, place.ext_base, model.drive_params(), *drive,
                 model.new_state(), np.empty((6, b), i64),
                 np.array([max_request if merge != "off" else 0, 0, merge == "plug", 0, 0]
@@ -628,7 +658,7 @@ def new_disk(inputs: TimingInputs, addr: np.ndarray, op_file: np.ndarray, op_off
 def op_address(file, offset, ext_first, ext_base, extent_bytes):
     """Byte address on the disk where each read starts (the placement's first extent of the
     file when it is contiguous)."""
-    out = np.empty(file.size, np.int64)
+    out = staggered_empty(offset, file.size, STAGGER_ADDR)
     for j in range(file.size):
         k = offset[j] // extent_bytes
         out[j] = (extent_address(file[j], k, ext_first, ext_base, extent_bytes)
@@ -731,11 +761,16 @@ def new_waits(op_req, nfiles, slots, ring):
     nodes = slots * (most + LOOKBACK)
     node_next = np.arange(1, nodes + 1, dtype=np.int64)  # all free, in a list
     node_next[nodes - 1] = NO_LINK
+    op_rank = staggered_empty(node_next, ring, STAGGER_RING)
+    op_rank[:] = NO_LINK
     return Waits(np.empty(slots, np.int64), np.empty(slots, np.int64),
                  np.empty(slots, np.int64), np.zeros(slots, np.int64),
-                 np.full(ring, NO_LINK, np.int64), np.zeros(nfiles, np.int64),
-                 np.full(nfiles, NO_LINK, np.int64), np.empty(ring, np.int64),
-                 np.empty(ring, np.int64), np.empty(ring, np.int64), np.empty(ring, np.int64),
+                 op_rank, np.zeros(nfiles, np.int64),
+                 np.full(nfiles, NO_LINK, np.int64),
+                 staggered_empty(node_next, ring, STAGGER_RING + 1),
+                 staggered_empty(node_next, ring, STAGGER_RING + 2),
+                 staggered_empty(node_next, ring, STAGGER_RING + 3),
+                 staggered_empty(node_next, ring, STAGGER_RING + 4),
                  np.empty(nodes, np.int64), np.empty(nodes, np.int64), node_next,
                  _no_spans(nfiles))
 
@@ -1104,11 +1139,15 @@ def _rpcs(nbytes, rsize):
 
 class Disk(NamedTuple):
     """The disk queue and the drive: the queued reads (``fifo``: ``dq[head:tail]`` in
-    arrival order; ``cscan``: ``dq[:tail]`` sorted by address, then arrival, with their
-    addresses in ``qaddr``), the drive model's arrays and state."""
+    arrival order; ``cscan``: ``dq[:tail]`` with their addresses in ``qaddr``: in no order
+    without a block layer or a tagged queue (:func:`_elevator_take`), else sorted by
+    address, then arrival), the drive model's arrays and state."""
 
     dq: np.ndarray  # int64[m]
     qaddr: np.ndarray  # int64[m]
+    # int64[m + 1]: the unordered cscan queue's arrival numbers (equal addresses are served
+    # oldest first), the next one at qseq[m]
+    qseq: np.ndarray
     addr: np.ndarray  # int64[m]: byte address where each read starts
     op_file: np.ndarray
     op_off: np.ndarray
@@ -1269,6 +1308,13 @@ def _push(d, j, a, tail, cscan):
     if not cscan:
         d.dq[tail] = j
         return tail + 1
+    if d.rq.shape[1] == 0 and not _tagged(d):  # unordered: _elevator_take finds the next
+        d.dq[tail] = j
+        d.qaddr[tail] = a
+        m = d.qseq.size - 1
+        d.qseq[tail] = d.qseq[m]
+        d.qseq[m] += 1
+        return tail + 1
     k = tail  # after the requests at its address or below: those above move up one
     while k > 0 and d.qaddr[k - 1] > a:
         d.dq[k] = d.dq[k - 1]
@@ -1307,6 +1353,35 @@ def _cscan_take(d, tail, from_addr):
         d.dq[k] = d.dq[k + 1]
         d.qaddr[k] = d.qaddr[k + 1]
     return j, tail - 1
+
+
+#: Added to the address of a queued request below the elevator's position: it comes after
+#: every one at or past it (disk addresses are below 2^62)
+_WRAPPED = np.int64(1 << 62)
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _elevator_take(d, tail, from_addr):
+    """:func:`_cscan_take` over the unordered queue ``dq[:tail]`` (no block layer, no tagged
+    queue): the least (address, arrival) at or past ``from_addr``, else the least overall,
+    found in one pass; the last request fills its place. The queue holds a dozen reads or so
+    when the drive takes one: a pass over them costs less than keeping them sorted (an
+    insertion and a removal each moved half the queue)."""
+    a = d.qaddr[0]  # the queue is not empty
+    best = a + _WRAPPED if a < from_addr else a
+    k_best = 0
+    for k in range(1, tail):
+        a = d.qaddr[k]
+        key = a + _WRAPPED if a < from_addr else a
+        if key < best or (key == best and d.qseq[k] < d.qseq[k_best]):
+            best = key
+            k_best = k
+    j = d.dq[k_best]
+    last = tail - 1
+    d.dq[k_best] = d.dq[last]
+    d.qaddr[k_best] = d.qaddr[last]
+    d.qseq[k_best] = d.qseq[last]
+    return j, last
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -1397,7 +1472,10 @@ def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, now, idle_s):
     elif head == tail:
         return _idle(d, now, head, tail)
     elif cscan:
-        j, tail = _cscan_take(d, tail, head_addr)
+        if d.rq.shape[1] == 0:
+            j, tail = _elevator_take(d, tail, head_addr)
+        else:
+            j, tail = _cscan_take(d, tail, head_addr)
     else:
         j = d.dq[head]
         head += 1
@@ -1434,7 +1512,6 @@ def _start_disk(d, head, tail, head_addr, cscan, extent_bytes, now, free_at, bus
     return False, 0.0, np.int64(0), head, tail, head_addr, busy
 
 
-@njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
 def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
              half_rtt, rate, cpu_s, nfiles, cscan, extent_bytes, d, issue, done, run_v, run_k,
              op_ring):
@@ -1448,7 +1525,12 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
     disk's fell at the same time (then nothing returned holds: run :func:`simulate_exact`); RING_FULL when
     reads more than ``op_ring`` (a power of 2) apart were in flight at once (:class:`Waits`;
     run again with a larger ring). ``arrive``: per READ the earliest issue time (s), or
-    empty (no think time). Allocates the loop's state and runs :func:`_short_loop`."""
+    empty (no think time). Allocates the loop's state and runs :func:`_short_loop`.
+
+    A Python function, not a jitted one: jitted, it held a copy of the loop optimised again
+    with it, and that copy, loaded from the on-disk cache, ran 10-15 % slower than the
+    loop's own compilation (the one a process that compiled it runs); called from here the
+    loop is always its own compilation, loaded or not (docs/timing.md, the eleventh pass)."""
     ring = _ring_size(slots)  # queues of at most slots events, indexed modulo a power of 2
     hist = np.zeros(_LAT_BUCKETS, np.int64)
     bounds = np.empty((2, _LAT_BUCKETS))
