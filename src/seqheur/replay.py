@@ -507,7 +507,7 @@ class Replayer:
         no join of chunks at the end (at 20 M READs a pass over 125 MB of fresh pages).
         Room runs out only when the reads come denser later: then arrays half as large
         again (or as the estimate says), the reads so far copied over."""
-        from .timing.closed_loop import STAGGER_RECORD, staggered_empty
+        from .timing.closed_loop import small_pages_empty
 
         have = self._t_nops
         need = have + k
@@ -518,8 +518,7 @@ class Replayer:
                 room = max(room, need * fed // replayed + need // 4)
             if rec is not None:
                 room = max(room, rec[0].size * 3 // 2)
-            grown = tuple(staggered_empty(c, room, STAGGER_RECORD + i)
-                          for i, c in enumerate(cols))
+            grown = tuple(small_pages_empty(c, room) for c in cols)
             if rec is not None:
                 for a, b in zip(grown, rec):
                     a[:have] = b[:have]

@@ -566,32 +566,6 @@ def small_pages_empty(like, n):
     return np.empty(n, like.dtype)
 
 
-#: Where the arrays a disk read's steps touch at its index start in a page of memory
-#: (:func:`staggered_empty`): the replay's record of the disk reads (its five columns), the
-#: reads' disk addresses, the disk queue's three arrays and the five rings of reads in flight
-STAGGER_RECORD = 0  # .. 4
-STAGGER_ADDR = 5
-STAGGER_QUEUE = 6  # .. 8
-STAGGER_RING = 9  # .. 13
-_STAGGER_BYTES = 256
-
-
-@njit(cache=True, nogil=True)
-def staggered_empty(like, n, k):
-    """:func:`small_pages_empty` whose first element lies ``k`` x 256 bytes into a page (4
-    KiB). A disk read's steps touch a dozen arrays at its index (the replay's record, its
-    address, the queue, the rings of reads in flight); allocated alone, arrays this large
-    each start at the same place in a page, so those entries fall in one set of the CPU's
-    first-level cache, more of them than it has ways, and a store to one and a load from
-    another look alike to its 4 KiB check. The model's time moved by 15 % with where the
-    allocator put them (docs/timing.md, the eleventh pass)."""
-    size = like.itemsize
-    buf = np.empty(n + 4096 // size, like.dtype)
-    at = buf.ctypes.data
-    skip = ((k * _STAGGER_BYTES - at) % 4096) // size
-    return buf[skip:skip + n]
-
-
 class Clients(NamedTuple):
     """Per-file processes (``clients=per-file``): the READs of each file in trace order
     (``reads[start:end]`` of the file, ``next`` its first not yet issued), the files that have
@@ -642,10 +616,7 @@ def new_disk(inputs: TimingInputs, addr: np.ndarray, op_file: np.ndarray, op_off
     b = m if merge != "off" or throttled else 0
     place = inputs.place
     _, *drive = model.kernel_args()
-    qseq = staggered_empty(addr, m + 1, STAGGER_QUEUE + 2)
-    qseq[m] = 0
-    return Disk(staggered_empty(addr, m, STAGGER_QUEUE),
-                staggered_empty(addr, m, STAGGER_QUEUE + 1), qseq, addr, op_file,
+    return Disk(np.empty(m, i64), np.empty(m, i64), np.zeros(m + 1, i64), addr, op_file,
                 op_off, op_len,
                 place.ext_first, place.ext_base, model.drive_params(), *drive,
                 model.new_state(), np.empty((6, b), i64),
@@ -658,7 +629,7 @@ def new_disk(inputs: TimingInputs, addr: np.ndarray, op_file: np.ndarray, op_off
 def op_address(file, offset, ext_first, ext_base, extent_bytes):
     """Byte address on the disk where each read starts (the placement's first extent of the
     file when it is contiguous)."""
-    out = staggered_empty(offset, file.size, STAGGER_ADDR)
+    out = np.empty(file.size, np.int64)
     for j in range(file.size):
         k = offset[j] // extent_bytes
         out[j] = (extent_address(file[j], k, ext_first, ext_base, extent_bytes)
@@ -761,16 +732,11 @@ def new_waits(op_req, nfiles, slots, ring):
     nodes = slots * (most + LOOKBACK)
     node_next = np.arange(1, nodes + 1, dtype=np.int64)  # all free, in a list
     node_next[nodes - 1] = NO_LINK
-    op_rank = staggered_empty(node_next, ring, STAGGER_RING)
-    op_rank[:] = NO_LINK
     return Waits(np.empty(slots, np.int64), np.empty(slots, np.int64),
                  np.empty(slots, np.int64), np.zeros(slots, np.int64),
-                 op_rank, np.zeros(nfiles, np.int64),
-                 np.full(nfiles, NO_LINK, np.int64),
-                 staggered_empty(node_next, ring, STAGGER_RING + 1),
-                 staggered_empty(node_next, ring, STAGGER_RING + 2),
-                 staggered_empty(node_next, ring, STAGGER_RING + 3),
-                 staggered_empty(node_next, ring, STAGGER_RING + 4),
+                 np.full(ring, NO_LINK, np.int64), np.zeros(nfiles, np.int64),
+                 np.full(nfiles, NO_LINK, np.int64), np.empty(ring, np.int64),
+                 np.empty(ring, np.int64), np.empty(ring, np.int64), np.empty(ring, np.int64),
                  np.empty(nodes, np.int64), np.empty(nodes, np.int64), node_next,
                  _no_spans(nfiles))
 
