@@ -260,7 +260,7 @@ def _timing(args) -> list:
 
     def run():
         CL.run(params, inputs).summary(1)
-    return [[CL.simulate, CL._short_loop, CL._count_or_collect], run]
+    return [[CL._short_loop, CL._count_or_collect], run]
 
 
 WORKLOADS = {"replay": _replay, "timing": _timing, "disk": _disk, "nfsdump": _nfsdump, "oracle": _oracle}

@@ -65,7 +65,7 @@ _inlining.install()  # numba's inliner: one copy of a callee's IR, not one per b
 NAME = "closed-loop"
 #: Jitted functions that call into other modules (the drive model): the replay caches them
 #: on disk keyed by every source they reach, not by this file alone.
-KERNELS = ("simulate", "_short_loop", "simulate_exact", "_exact_loop", "op_address",
+KERNELS = ("_short_loop", "simulate_exact", "_exact_loop", "op_address",
            "_serve_next")
 DOC = ("clients with N outstanding READs (think time from the trace or none), network RTT "
        "and bandwidth, nfsd threads with CPU per RPC, asynchronous read-ahead, a fifo or "
@@ -619,7 +619,8 @@ def new_disk(inputs: TimingInputs, addr: np.ndarray, op_file: np.ndarray, op_off
     b = m if merge != "off" or throttled else 0
     place = inputs.place
     _, *drive = model.kernel_args()
-    return Disk(np.empty(m, i64), np.empty(m, i64), addr, op_file, op_off, op_len,
+    return Disk(np.empty(m, i64), np.empty(m, i64), np.zeros(m + 1, i64), addr, op_file,
+                op_off, op_len,
                 place.ext_first, place.ext_base, model.drive_params(), *drive,
                 model.new_state(), np.empty((6, b), i64),
                 np.array([max_request if merge != "off" else 0, 0, merge == "plug", 0, 0]
@@ -1107,11 +1108,15 @@ def _rpcs(nbytes, rsize):
 
 class Disk(NamedTuple):
     """The disk queue and the drive: the queued reads (``fifo``: ``dq[head:tail]`` in
-    arrival order; ``cscan``: ``dq[:tail]`` sorted by address, then arrival, with their
-    addresses in ``qaddr``), the drive model's arrays and state."""
+    arrival order; ``cscan``: ``dq[:tail]`` with their addresses in ``qaddr``: in no order
+    without a block layer or a tagged queue (:func:`_elevator_take`), else sorted by
+    address, then arrival), the drive model's arrays and state."""
 
     dq: np.ndarray  # int64[m]
     qaddr: np.ndarray  # int64[m]
+    # int64[m + 1]: the unordered cscan queue's arrival numbers (equal addresses are served
+    # oldest first), the next one at qseq[m]
+    qseq: np.ndarray
     addr: np.ndarray  # int64[m]: byte address where each read starts
     op_file: np.ndarray
     op_off: np.ndarray
@@ -1272,6 +1277,13 @@ def _push(d, j, a, tail, cscan):
     if not cscan:
         d.dq[tail] = j
         return tail + 1
+    if d.rq.shape[1] == 0 and not _tagged(d):  # unordered: _elevator_take finds the next
+        d.dq[tail] = j
+        d.qaddr[tail] = a
+        m = d.qseq.size - 1
+        d.qseq[tail] = d.qseq[m]
+        d.qseq[m] += 1
+        return tail + 1
     k = tail  # after the requests at its address or below: those above move up one
     while k > 0 and d.qaddr[k - 1] > a:
         d.dq[k] = d.dq[k - 1]
@@ -1310,6 +1322,35 @@ def _cscan_take(d, tail, from_addr):
         d.dq[k] = d.dq[k + 1]
         d.qaddr[k] = d.qaddr[k + 1]
     return j, tail - 1
+
+
+#: Added to the address of a queued request below the elevator's position: it comes after
+#: every one at or past it (disk addresses are below 2^62)
+_WRAPPED = np.int64(1 << 62)
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _elevator_take(d, tail, from_addr):
+    """:func:`_cscan_take` over the unordered queue ``dq[:tail]`` (no block layer, no tagged
+    queue): the least (address, arrival) at or past ``from_addr``, else the least overall,
+    found in one pass; the last request fills its place. The queue holds a dozen reads or so
+    when the drive takes one: a pass over them costs less than keeping them sorted (an
+    insertion and a removal each moved half the queue)."""
+    a = d.qaddr[0]  # the queue is not empty
+    best = a + _WRAPPED if a < from_addr else a
+    k_best = 0
+    for k in range(1, tail):
+        a = d.qaddr[k]
+        key = a + _WRAPPED if a < from_addr else a
+        if key < best or (key == best and d.qseq[k] < d.qseq[k_best]):
+            best = key
+            k_best = k
+    j = d.dq[k_best]
+    last = tail - 1
+    d.dq[k_best] = d.dq[last]
+    d.qaddr[k_best] = d.qaddr[last]
+    d.qseq[k_best] = d.qseq[last]
+    return j, last
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -1400,7 +1441,10 @@ def _serve_next(d, head, tail, head_addr, cscan, extent_bytes, now, idle_s):
     elif head == tail:
         return _idle(d, now, head, tail)
     elif cscan:
-        j, tail = _cscan_take(d, tail, head_addr)
+        if d.rq.shape[1] == 0:
+            j, tail = _elevator_take(d, tail, head_addr)
+        else:
+            j, tail = _cscan_take(d, tail, head_addr)
     else:
         j = d.dq[head]
         head += 1
@@ -1437,7 +1481,6 @@ def _start_disk(d, head, tail, head_addr, cscan, extent_bytes, now, free_at, bus
     return False, 0.0, np.int64(0), head, tail, head_addr, busy
 
 
-@njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
 def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
              half_rtt, rate, cpu_s, nfiles, cscan, extent_bytes, d, issue, done, run_v, run_k,
              op_ring):
@@ -1451,7 +1494,12 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
     disk's fell at the same time (then nothing returned holds: run :func:`simulate_exact`); RING_FULL when
     reads more than ``op_ring`` (a power of 2) apart were in flight at once (:class:`Waits`;
     run again with a larger ring). ``arrive``: per READ the earliest issue time (s), or
-    empty (no think time). Allocates the loop's state and runs :func:`_short_loop`."""
+    empty (no think time). Allocates the loop's state and runs :func:`_short_loop`.
+
+    A Python function, not a jitted one: jitted, it held a copy of the loop optimised again
+    with it, and that copy, loaded from the on-disk cache, ran 10-15 % slower than the
+    loop's own compilation (the one a process that compiled it runs); called from here the
+    loop is always its own compilation, loaded or not (docs/timing.md, the eleventh pass)."""
     ring = _ring_size(slots)  # queues of at most slots events, indexed modulo a power of 2
     hist = np.zeros(_LAT_BUCKETS, np.int64)
     bounds = np.empty((2, _LAT_BUCKETS))
