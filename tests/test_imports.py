@@ -43,7 +43,7 @@ def test_every_module_imports_alone_in_a_fresh_interpreter() -> None:
 
 # Layers, lowest first: a module may import its own layer and the ones below, never above.
 LAYERS = [
-    ("base", ("errors", "options", "registry", "progress", "_callable", "_inlining", "io",
+    ("base", ("errors", "options", "registry", "progress", "_callable", "_inlining", "_pages", "io",
               "schema", "executors", "loopdev")),
     ("ingest", ("ingest", "workloads")),
     ("streams", ("streams",)),

@@ -507,7 +507,7 @@ class Replayer:
         no join of chunks at the end (at 20 M READs a pass over 125 MB of fresh pages).
         Room runs out only when the reads come denser later: then arrays half as large
         again (or as the estimate says), the reads so far copied over."""
-        from .timing.closed_loop import small_pages_empty
+        from ._pages import small_pages_empty
 
         have = self._t_nops
         need = have + k
@@ -582,7 +582,8 @@ class Replayer:
         ``k``-th profile's disk (:class:`seqheur.timing.closed_loop.TimingInputs`; needs a
         timing model). The replay's reads are the same for every profile: the model runs
         afterwards, on a drive of its own, and feeds nothing back."""
-        from .timing.closed_loop import TimingInputs, small_pages_empty
+        from ._pages import small_pages_empty
+        from .timing.closed_loop import TimingInputs
 
         if self.timing is None:
             raise SeqheurError("this replay has no timing model (timing=None or disk-only)")

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import _pages
 from .errors import SeqheurError
 
 
@@ -181,12 +182,13 @@ def _parquet_stream_in_order(path: Any, ops: Sequence[str], batch_rows: int = BA
         return None
     want = request_subschema(STREAM_COLUMNS)
     n = pf.metadata.num_rows
-    time_ns = np.empty(n, np.int64)
-    file = np.empty(n, np.int32)
-    offset = np.empty(n, np.int64)
-    count = np.empty(n, np.int32)
-    src = np.empty(n if provenance else 0, np.uint64)
-    is_write = None if all(o == "read" for o in ops) else np.empty(n, bool)
+    # written once, front to back: small pages (_pages; 100 M requests 11-12 -> 7-8 s)
+    time_ns = _pages.empty(n, np.int64)
+    file = _pages.empty(n, np.int32)
+    offset = _pages.empty(n, np.int64)
+    count = _pages.empty(n, np.int32)
+    src = _pages.empty(n if provenance else 0, np.uint64)
+    is_write = None if all(o == "read" for o in ops) else _pages.empty(n, np.bool_)
     file_ids = np.zeros(0, np.uint64)
     pos = 0
     last: tuple[int, int] | None = None

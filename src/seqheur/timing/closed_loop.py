@@ -58,7 +58,7 @@ from numba import njit
 
 from ..disk.model import I_HZ, extent_address, service_read, throttle_step
 from ..options import param
-from .. import _inlining
+from .. import _inlining, _pages
 
 _inlining.install()  # numba's inliner: one copy of a callee's IR, not one per block (_inlining)
 
@@ -513,7 +513,7 @@ def _run(params: Params, inputs: TimingInputs, exact: bool, keep_times: bool,
     issue, done = _client_times(times), _client_times(times)
     # the latencies as runs of one value, in the order the replies come: at most n
     runs = n if short else 0
-    run_v, run_k = _client_times(runs), small_pages_empty(op_req, runs)
+    run_v, run_k = _client_times(runs), _pages.small_pages_empty(op_req, runs)
     last_done = 0.0
     while True:
         d = disk()
@@ -553,20 +553,10 @@ def _total(a):
     return t
 
 
-@njit(cache=True, nogil=True)
 def _client_times(n):
-    """Room for one per-READ figure (issue or completion time, latency). Allocated here,
-    not by numpy: numpy asks the kernel for transparent huge pages for arrays this large
-    (madvise), and fresh huge pages cost more system time than small ones (docs/timing.md,
-    Speed)."""
-    return np.empty(n)
-
-
-@njit(cache=True, nogil=True)
-def small_pages_empty(like, n):
-    """An array of ``n`` of ``like``'s type allocated by numba (small pages, as
-    :func:`_client_times`): the replay's record of the disk reads for the model."""
-    return np.empty(n, like.dtype)
+    """Room for one per-READ figure (issue or completion time, latency), on small pages
+    (``seqheur._pages``: fresh huge pages cost more system time; docs/timing.md, Speed)."""
+    return _pages.empty(n, np.float64)
 
 
 class Clients(NamedTuple):
