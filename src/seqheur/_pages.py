@@ -5,7 +5,7 @@ of 4 MiB or more. With the kernel's usual settings (``transparent_hugepage/enabl
 ``defrag`` both ``madvise``) a fault on such an array may first compact memory to find a free
 huge page, synchronously; on the VMs seqheur is measured on, first-touching fresh huge pages
 costs several times the system time of small ones (docs/architecture.md: reading a 100 M-request
-stream, 6.6-7.8 s of system time against 2.2-2.4; docs/timing.md: the timing model's per-READ
+stream, 6.9-7.3 s of system time against 2.8-3.1; docs/timing.md: the timing model's per-READ
 times).
 
 :func:`empty` maps a large array's memory afresh (an anonymous ``mmap``: a mapping of its own
