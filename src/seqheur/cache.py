@@ -226,6 +226,19 @@ def _hpos(c: CacheState, ck: int) -> int:
         i = (i + 1) & mask
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def slot_of(chunk: int, key: int) -> int:
+    """Index in ``c.slot`` of ``key``'s slot when chunk number ``chunk`` holds its chunk.
+    (A one-line function LLVM inlines: a call of it compiles to the expression.)"""
+    return (chunk << CHUNK_BITS) | (key & (CHUNK - 1))
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def chunk_base_of(pos: int) -> int:
+    """The first slot index of the chunk holding slot index ``pos`` (its :func:`chunk_base`)."""
+    return pos & ~np.int64(CHUNK - 1)
+
+
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
 def _chunk_of(c: CacheState, key: int) -> int:
     """Chunk holding ``key``'s slot, or -1 (no block of that chunk is known)."""
@@ -239,7 +252,7 @@ def _slot_value(c: CacheState, key: int) -> int:
     k = _chunk_of(c, key)
     if k < 0:
         return 0
-    return np.int64(c.slot[uint64((k << CHUNK_BITS) | (key & (CHUNK - 1)))])
+    return np.int64(c.slot[uint64(slot_of(k, key))])
 
 
 @intrinsic
@@ -308,7 +321,7 @@ def locate(c: CacheState, key: int) -> tuple[int, int]:
     k = _chunk_of(c, key)
     if k < 0:
         return -1, -1
-    pos = (k << CHUNK_BITS) | (key & (CHUNK - 1))
+    pos = slot_of(k, key)
     v = np.int64(c.slot[uint64(pos)])
     return (v - 1 if v > 0 else -1), pos
 
@@ -328,7 +341,7 @@ def lookup_hinted(c: CacheState, key: int, hint: int) -> tuple[int, int]:
     holds whatever the chunk now belongs to: a positive slot always names the resident entry
     of its own key (evictions clear or negate it, a chunk is freed only with every slot 0)."""
     if hint >= 0:
-        pos = (hint & ~np.int64(CHUNK - 1)) | (key & (CHUNK - 1))
+        pos = chunk_base_of(hint) | (key & (CHUNK - 1))
         if pos < len(c.slot):  # a hint from another cache's slot table
             v = np.int64(c.slot[uint64(pos)])
             if v > 0 and c.ent[uint64(_E_WORDS * (v - 1) + E_KEY)] == key:
@@ -383,7 +396,7 @@ def any_resident(c: CacheState, key: int, n: int) -> bool:
 @njit(cache=True, nogil=True, _nrt=False)
 def _set_slot(c: CacheState, key: int, v: int) -> None:
     """Set the slot of ``key``, whose chunk exists (e + 1, or -(e + 1) for a ghost)."""
-    c.slot[uint64((_chunk_of(c, key) << CHUNK_BITS) | (key & (CHUNK - 1)))] = v
+    c.slot[uint64(slot_of(_chunk_of(c, key), key))] = v
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -446,7 +459,7 @@ def _add_slot(c: CacheState, key: int, e: int) -> None:
             i = (i + 1) & mask
         h[uint64(2 * i)] = ck + 1
         h[uint64(2 * i + 1)] = k
-    c.slot[uint64((k << CHUNK_BITS) | (key & (CHUNK - 1)))] = e + 1
+    c.slot[uint64(slot_of(k, key))] = e + 1
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -550,7 +563,7 @@ def _insert(c: CacheState, key: int, flags: int, stamp: int, if_ghost: int) -> i
     if c.meta[M_NGHOST] != 0:
         k = _chunk_of(c, key)
         if k >= 0:
-            gslot = uint64((k << CHUNK_BITS) | (key & (CHUNK - 1)))
+            gslot = uint64(slot_of(k, key))
             v = np.int64(c.slot[gslot])
             if v < 0:
                 g = -v - 1

@@ -671,7 +671,7 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, r
             C.clear_flag(c, e, C.F_RAM)
             i = 1
             past_chunk = C.chunk_end(key)  # the block's own chunk, found by the lookup
-            base = pos & ~np.int64(C.CHUNK - 1)
+            base = C.chunk_base_of(pos)
             while i < maxra:
                 if key + i >= past_chunk:  # one probe per chunk of blocks
                     base = C.chunk_base(c, key + i)
@@ -705,7 +705,7 @@ def freebsd_request(c, f, off, cnt, seq, stamp, pol, eof_bytes, fs, ctr, lost, r
                     nblks = racluster
             built = cluster(c, f, lbn, nblks, True, stamp, d_lo, d_hi, eof_blk, bsize,
                             eof_bytes, ctr, req, ops, acts,
-                            pos & ~np.int64(C.CHUNK - 1) if pos >= 0 else -1, C.chunk_end(key))
+                            C.chunk_base_of(pos) if pos >= 0 else -1, C.chunk_end(key))
             if built == 0:  # only past a known EOF, which the driver clips requests to
                 built = 1
             # the block's chunk, if it was there before, is still (it holds the block now):
