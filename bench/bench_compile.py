@@ -13,11 +13,14 @@ each sample a fresh child process with an empty ``NUMBA_CACHE_DIR``, ``SEQHEUR_P
   configuration of a sweep costs;
 * the closed-loop timing model on top of the first (``--timing``: it adds ~1 min a child).
 
+``--reps`` rounds (default 5; ``--quick``: 1).
+
 Peer: numba's own copy. ratio = its CPU seconds / ours (higher is better).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -63,10 +66,13 @@ def child(plain_env: dict[str, str], timing: bool) -> dict[str, float]:
 
 
 def main() -> int:
-    argv = [a for a in sys.argv[1:] if a != "--timing"]
-    timing = len(argv) != len(sys.argv) - 1
-    args = parse_args("compile", argv)
-    reps = 1 if args.quick else min(args.reps, 3)
+    extra = argparse.ArgumentParser(add_help=False)
+    extra.add_argument("--timing", action="store_true",
+                       help="also compile the closed-loop timing model (~1 min a child)")
+    opts, rest = extra.parse_known_args()
+    timing = opts.timing
+    args = parse_args("compile", rest)
+    reps = 1 if args.quick else args.reps  # each round ~75 s (two children)
     samples: dict[str, list[dict[str, float]]] = {side: [] for side in SIDES}
     for rep in range(reps):
         for side, env in SIDES.items():  # in turns: the machine's load hits both alike

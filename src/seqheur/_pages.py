@@ -37,7 +37,3 @@ def empty(n: int, dtype: "np.dtype | type") -> np.ndarray:
         return np.empty(n, dt)
     return np.frombuffer(mmap.mmap(-1, nbytes), dt, count=int(n))
 
-
-def small_pages_empty(like: np.ndarray, n: int) -> np.ndarray:
-    """:func:`empty` of ``n`` elements of ``like``'s dtype."""
-    return empty(n, like.dtype)

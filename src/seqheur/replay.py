@@ -65,6 +65,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
+from . import _pages
 from . import cache as C
 from . import engine as E
 from . import metrics as M
@@ -507,8 +508,6 @@ class Replayer:
         no join of chunks at the end (at 20 M READs a pass over 125 MB of fresh pages).
         Room runs out only when the reads come denser later: then arrays half as large
         again (or as the estimate says), the reads so far copied over."""
-        from ._pages import small_pages_empty
-
         have = self._t_nops
         need = have + k
         rec = self._t_ops
@@ -518,7 +517,7 @@ class Replayer:
                 room = max(room, need * fed // replayed + need // 4)
             if rec is not None:
                 room = max(room, rec[0].size * 3 // 2)
-            grown = tuple(small_pages_empty(c, room) for c in cols)
+            grown = tuple(_pages.empty(room, c.dtype) for c in cols)
             if rec is not None:
                 for a, b in zip(grown, rec):
                     a[:have] = b[:have]
@@ -582,7 +581,6 @@ class Replayer:
         ``k``-th profile's disk (:class:`seqheur.timing.closed_loop.TimingInputs`; needs a
         timing model). The replay's reads are the same for every profile: the model runs
         afterwards, on a drive of its own, and feeds nothing back."""
-        from ._pages import small_pages_empty
         from .timing.closed_loop import TimingInputs
 
         if self.timing is None:
@@ -594,7 +592,7 @@ class Replayer:
                 return np.zeros(0, np.int64)
             if len(parts) == 1:  # one feed: its arrays as they are (a copy of 2 M is ms)
                 return parts[0][k]
-            out = small_pages_empty(parts[0][k], sum(p[k].size for p in parts))
+            out = _pages.empty(sum(p[k].size for p in parts), parts[0][k].dtype)
             return np.concatenate([p[k] for p in parts], out=out)
 
         file, offset, count = (cat(self._t_reqs, k) for k in (1, 2, 3))

@@ -513,7 +513,7 @@ def _run(params: Params, inputs: TimingInputs, exact: bool, keep_times: bool,
     issue, done = _client_times(times), _client_times(times)
     # the latencies as runs of one value, in the order the replies come: at most n
     runs = n if short else 0
-    run_v, run_k = _client_times(runs), _pages.small_pages_empty(op_req, runs)
+    run_v, run_k = _client_times(runs), _pages.empty(runs, op_req.dtype)
     last_done = 0.0
     while True:
         d = disk()
