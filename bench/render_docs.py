@@ -17,7 +17,7 @@ from _common import RESULTS, ROOT, _fmt
 
 DOC = ROOT.parent / "docs" / "performance.md"
 
-ORDER = ["detect", "replay", "engine_ab", "pcap", "ingest", "nfsdump", "stats", "disk", "sweep", "sweep_month", "tune", "bound",
+ORDER = ["detect", "replay", "engine_ab", "pcap", "ingest", "nfsdump", "stats", "disk", "sweep", "sweep_month", "pages", "tune", "bound",
          "cli", "compile", "scaling"]
 
 
