@@ -73,6 +73,16 @@ def summarize(samples: list[float]) -> dict[str, float]:
             "n": len(samples)}
 
 
+def figure(metric: str, unit: str, ours: list[float], peer: list[float] | None, peer_name: str,
+           target: str = "report", met: bool | None = None) -> dict[str, Any]:
+    """One figure of :func:`write_result` from both sides' samples of a cost (seconds, bytes):
+    the ratio is the peer's median over ours, so above 1 says seqheur costs less."""
+    ratio = statistics.median(peer) / statistics.median(ours) if peer else None
+    return {"metric": metric, "unit": unit, "seqheur": summarize(ours),
+            "peer": summarize(peer) if peer else None, "peer_name": peer_name,
+            "ratio": ratio, "target": target, "met": met}
+
+
 def time_call(fn: Callable[[], Any]) -> tuple[float, Any]:
     t0 = time.perf_counter()
     out = fn()

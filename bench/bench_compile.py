@@ -28,7 +28,7 @@ import statistics
 import sys
 import tempfile
 
-from _common import parse_args, run_measured, summarize, write_result
+from _common import figure, parse_args, run_measured, write_result
 
 CHILD = r"""
 import json, sys, time
@@ -88,11 +88,9 @@ def main() -> int:
     for part in ours[0]:
         a = [s[part] for s in ours]
         b = [s[part] for s in theirs]
-        figures.append({
-            "metric": f"compile cold, {part} (CPU s)", "unit": "s",
-            "seqheur": summarize(a), "peer": summarize(b), "peer_name": "numba's own inliner copy",
-            "ratio": statistics.median(b) / statistics.median(a),
-            "target": "> 1 (report)", "met": statistics.median(b) > statistics.median(a)})
+        figures.append(figure(f"compile cold, {part} (CPU s)", "s", a, b, "numba's own inliner copy",
+                              target="> 1 (report)",
+                              met=statistics.median(b) > statistics.median(a)))
     write_result("compile", args.out, figures=figures,
                  params={"reps": reps, "timing": timing, "loops": "freebsd-cluster: slowdown, cursor"},
                  notes="CPU seconds of a fresh child process per sample, empty numba cache, the two "

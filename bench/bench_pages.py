@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 
-from _common import parse_args, run_measured, summarize, write_result
+from _common import figure, parse_args, run_measured, write_result
 
 CHILD = r"""
 import json, resource, sys, time
@@ -63,12 +62,8 @@ def main() -> int:
     for key, what in (("wall", "wall s"), ("system", "system CPU s"), ("user", "user CPU s")):
         ours = [s[key] for s in samples["seqheur._pages"]]
         theirs = [s[key] for s in samples["numpy"]]
-        figures.append({
-            "metric": f"read_stream of {n / 1e6:g} M requests, {what}", "unit": "s",
-            "seqheur": summarize(ours), "peer": summarize(theirs),
-            "peer_name": "the same read into numpy's arrays (np.empty)",
-            "ratio": statistics.median(theirs) / statistics.median(ours),
-            "target": "report", "met": None})
+        figures.append(figure(f"read_stream of {n / 1e6:g} M requests, {what}", "s", ours, theirs,
+                              "the same read into numpy's arrays (np.empty)"))
     write_result("pages", args.out, figures=figures,
                  params={"requests": n, "reps": args.reps, "trace": trace.name},
                  notes="a fresh child process per sample, the two sides in turns; the trace "
