@@ -168,14 +168,15 @@ def test_cli_timing() -> None:
 @settings(max_examples=25, deadline=None)
 @given(s=streams(), policy=st.sampled_from(["auto", "none", "fixed:2"]),
        a=st.integers(1, 6), more=st.integers(1, 6), rtt=st.sampled_from([0, 50, 500]),
-       cpu=st.sampled_from([0, 20, 300]), nfsd=st.integers(1, 8))
+       cpu=st.sampled_from([0, 20, 300]), nfsd=st.integers(1, 8),
+       reply=st.sampled_from([0, 40]))
 def test_more_slots_never_lower_e2e_throughput_under_fifo(s, policy, a, more, rtt, cpu,
-                                                          nfsd) -> None:
+                                                          nfsd, reply) -> None:
     """FIFO disk, idle at the start, no drive cache (the drive reading ahead while idle would
     make the disk itself faster when the clients leave it idle), requests of at most rsize
     bytes (one RPC each, so the disk queue sees the same order): more slots only issue
     earlier."""
-    spec = f"closed-loop:rtt_us={rtt}:cpu_us={cpu}:nfsd={nfsd}:scheduler=fifo"
+    spec = f"closed-loop:rtt_us={rtt}:cpu_us={cpu}:nfsd={nfsd}:reply_us={reply}:scheduler=fifo"
     few = _summary(s, f"{spec}:slots={a}", policy, "ide-7200:drive_cache=false").to_dict()
     many = _summary(s, f"{spec}:slots={a + more}", policy,
                     "ide-7200:drive_cache=false").to_dict()
@@ -200,6 +201,27 @@ def test_ideal_client_and_network_is_the_disk_time(s, profile, scheduler) -> Non
         assert d["e2e_seconds"] == pytest.approx(d["disk_seconds"], rel=1e-9, abs=1e-12)
     if d["disk_seconds"] > 0:
         assert d["disk_utilisation"] == pytest.approx(1.0, rel=1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(s=streams(), slots=st.integers(1, 8), reply=st.sampled_from([10, 300]),
+       host=st.sampled_from([0, 50]), rtt=st.sampled_from([0, 100]))
+def test_the_reply_path_takes_one_reply_at_a_time(s, slots, reply, host, rtt) -> None:
+    """Every READ's reply holds the host's reply path for ``reply_us`` plus its bytes at
+    ``host_mbps``, one reply at a time: the run lasts at least that sum, whatever the slots,
+    and with one slot, no read-ahead and a drive without a cache (whose service times do
+    not depend on when a read comes) it adds exactly ``reply_us`` to every READ."""
+    spec = f"closed-loop:slots={slots}:rtt_us={rtt}:reply_us={reply}:host_mbps={host}"
+    d = _summary(s, spec, "auto").to_dict()
+    path = len(s) * reply * 1e-6 + (d["demand_bytes"] / (host * 1e6) if host else 0.0)
+    assert d["e2e_seconds"] >= path * (1 - 1e-9)
+    if slots == 1:
+        plain = "ide-7200:drive_cache=false"
+        d = _summary(s, spec, "none", plain).to_dict()
+        base = _summary(s, f"closed-loop:slots=1:rtt_us={rtt}:host_mbps={host}", "none",
+                        plain).to_dict()
+        assert d["e2e_seconds"] == pytest.approx(base["e2e_seconds"] + len(s) * reply * 1e-6,
+                                                 rel=1e-9, abs=1e-12)
 
 
 def test_cscan_serves_one_reads_disk_reads_in_address_order_from_the_head() -> None:
@@ -404,13 +426,14 @@ def _inputs(s: ReadStream, spec: str, policy: str, profile: str):
        profile=st.sampled_from(["ide-7200", "scsi-10k:drive_cache=false"]),
        slots=st.integers(1, 6), extra=st.integers(0, 3),
        rtt=st.sampled_from([0, 37.5, 500]), cpu=st.sampled_from([0, 20, 300]),
-       link=st.sampled_from([0, 54, 125]), rsize=st.sampled_from([4096, 1048576]),
-       think=st.sampled_from(["none", "trace"]),
+       link=st.sampled_from([0, 54, 125]), reply=st.sampled_from([0, 0, 25]),
+       rsize=st.sampled_from([4096, 1048576]), think=st.sampled_from(["none", "trace"]),
        scheduler=st.sampled_from(["fifo", "cscan", "tcq:tcq_depth=1", "tcq:tcq_depth=3"]),
        merge=st.sampled_from(["off", "plug", "elevator"]),
        throttle=st.sampled_from([0, 0.5, 5]))
 def test_the_short_loop_is_the_exact_loop(s, policy, profile, slots, extra, rtt, cpu, link,
-                                          rsize, think, scheduler, merge, throttle) -> None:
+                                          reply, rsize, think, scheduler, merge,
+                                          throttle) -> None:
     """With at least as many nfsd threads as slots the model runs a loop of CPU and disk
     events only (arrivals and replies computed when known), or the exact loop when a CPU
     event and the disk's fall at one time; either way it must give what the loop of every
@@ -418,8 +441,8 @@ def test_the_short_loop_is_the_exact_loop(s, policy, profile, slots, extra, rtt,
     from seqheur.timing import closed_loop as CL
 
     spec = (f"closed-loop:slots={slots}:nfsd={slots + extra}:rtt_us={rtt}:cpu_us={cpu}:"
-            f"link_mbps={link}:rsize={rsize}:think={think}:scheduler={scheduler}:"
-            f"merge={merge}:max_request={3 * K8}")
+            f"link_mbps={link}:reply_us={reply}:rsize={rsize}:think={think}:"
+            f"scheduler={scheduler}:merge={merge}:max_request={3 * K8}")
     inputs, params = _inputs(s, spec, policy, throttled(profile, throttle))
     short = CL.run(params, inputs)
     full = CL.run(params, inputs, exact=True)

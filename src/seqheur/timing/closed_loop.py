@@ -13,8 +13,8 @@ of them the READ waits for (``sync``; read-ahead is asynchronous). This model ti
   A READ of more than ``rsize`` bytes is ``ceil(bytes / rsize)`` RPCs for the server's CPU
   (one slot, one round trip: its RPCs are taken as pipelined).
 * **network** — a request reaches the server ``rtt_us / 2`` after its issue; a reply is on the
-  wire for ``bytes / min(link_mbps, host_mbps)`` (MB = 10^6 bytes; 0 = no limit), one reply
-  at a time, and reaches the client ``rtt_us / 2`` after it left. Request bytes and headers
+  wire for ``reply_us + bytes / min(link_mbps, host_mbps)`` (MB = 10^6 bytes; 0 = no limit),
+  one reply at a time, and reaches the client ``rtt_us / 2`` after it left. Request bytes and headers
   are not counted.
 * **server** — ``nfsd`` threads take arrived READs in arrival order; a READ costs ``cpu_us``
   per RPC, then its disk reads enter the disk queue. The READ replies when its own demand
@@ -116,6 +116,10 @@ class Params:
                              "0 = no limit")
     host_mbps: float = param(0.0, unit="MB/s", doc="host-side ceiling (PCI / NIC DMA) for "
                              "replies, MB = 10^6 bytes; 0 = no limit")
+    reply_us: float = param(0.0, unit="µs", doc="host time per reply on the reply path, "
+                            "one reply at a time like the wire's bytes (with host_mbps: a "
+                            "host whose replies go through one CPU's worth of copying, "
+                            "such as a loopback lab); 0 = none")
     nfsd: int = param(8, doc="server threads serving READs, >= 1")
     cpu_us: float = param(0.0, unit="µs", doc="server CPU time per RPC")
     scheduler: str = param("fifo", choices=("fifo", "cscan", "tcq"),
@@ -149,7 +153,7 @@ class Params:
         if self.clients == "per-file" and self.think != "none":
             raise ValueError("clients=per-file issues READs as soon as their process may: "
                              "it needs think=none")
-        for name in ("rtt_us", "link_mbps", "host_mbps", "cpu_us"):
+        for name in ("rtt_us", "link_mbps", "host_mbps", "reply_us", "cpu_us"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")
 
@@ -495,6 +499,7 @@ def _run(params: Params, inputs: TimingInputs, exact: bool, keep_times: bool,
     slots = int(params.slots)
     half_rtt = params.rtt_us * 0.5e-6
     cpu_s = params.cpu_us * 1e-6
+    reply_s = params.reply_us * 1e-6
     cscan = params.scheduler in ("cscan", "tcq")  # tcq: the host's queue is an elevator
 
     def disk() -> Disk:
@@ -520,14 +525,14 @@ def _run(params: Params, inputs: TimingInputs, exact: bool, keep_times: bool,
         if short:
             busy, disk_end, status, last_done, hist, bounds, finite, nrun = simulate(
                 arrive, nbytes, i64(params.rsize), file, offset, op_req, op_sync, op_off,
-                op_len, slots, half_rtt, rate, cpu_s, nfiles, cscan, ext, d, issue, done,
-                run_v, run_k, op_ring)
+                op_len, slots, half_rtt, rate, reply_s, cpu_s, nfiles, cscan, ext, d, issue,
+                done, run_v, run_k, op_ring)
         else:
             if issue.size < n:  # the short loop gave up: the exact loop keeps the times
                 issue, done = _client_times(n), _client_times(n)
             busy, disk_end, status = simulate_exact(arrive, nbytes, i64(params.rsize), file,
                                                     offset, op_req, op_sync, op_off, op_len,
-                                                    slots, half_rtt, rate, cpu_s,
+                                                    slots, half_rtt, rate, reply_s, cpu_s,
                                                     int(params.nfsd), nfiles, cscan, ext, d,
                                                     issue, done, cl, op_ring)
         if status == DONE:
@@ -960,15 +965,25 @@ def _request_done(j, d, w, free, ready_r, ready_slot):
     return nready, free
 
 
+@njit(cache=True, nogil=True)
+def _wire(reply_s):
+    """:func:`_send`'s state: no reply sent yet (bytes -1, time -1) and the host's time per
+    reply."""
+    wire = np.full(3, -1.0)
+    wire[2] = reply_s
+    return wire
+
+
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _send(r, now, nbytes, rate, link_free, wire):
     """READ r's reply goes on the wire after the replies before it; returns when it leaves
     the wire (the wire is free again then). ``wire``: the bytes of the reply before and its
-    time on the wire (most replies have the bytes of the one before: no division)."""
+    time on the wire (most replies have the bytes of the one before: no division), and the
+    host's time per reply (``reply_us``), which the reply takes on the same path."""
     nb = nbytes[r]
     if nb != wire[0]:
         wire[0] = nb
-        wire[1] = nb / rate if rate > 0 else 0.0
+        wire[1] = wire[2] + (nb / rate if rate > 0 else 0.0)
     start = now if now > link_free else link_free
     return start + wire[1]
 
@@ -1472,7 +1487,7 @@ def _start_disk(d, head, tail, head_addr, cscan, extent_bytes, now, free_at, bus
 
 
 def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
-             half_rtt, rate, cpu_s, nfiles, cscan, extent_bytes, d, issue, done, run_v, run_k,
+             half_rtt, rate, reply_s, cpu_s, nfiles, cscan, extent_bytes, d, issue, done, run_v, run_k,
              op_ring):
     """The events of a run where no READ waits for an nfsd thread (the caller checks): fills
     ``run_v``, ``run_k`` with the READs' latencies at the client (ms: (done - issue) * 1e3)
@@ -1505,7 +1520,7 @@ def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_le
         np.empty(slots, np.int64), np.zeros(ring), np.empty(ring),
         np.empty(ring, np.int64), np.empty(ring, np.int64),
         np.empty(ring, np.int64), np.empty(slots), hist, bounds, word,
-        word[:1].view(np.uint64), (run_v, run_k, nrun), np.full(2, -1.0))
+        word[:1].view(np.uint64), (run_v, run_k, nrun), _wire(reply_s))
     return busy, disk_end, status, last_done, hist, bounds, word[1] == 0.0, nrun[0]
 
 
@@ -1703,8 +1718,8 @@ def _short_loop(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op
 
 @njit(nogil=True)  # cached on disk by the replay, keyed by sources (engine.cache_by_sources)
 def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len,
-                   slots, half_rtt, rate, cpu_s, nfsd, nfiles, cscan, extent_bytes, d, issue,
-                   done, cl, op_ring):
+                   slots, half_rtt, rate, reply_s, cpu_s, nfsd, nfiles, cscan, extent_bytes, d,
+                   issue, done, cl, op_ring):
     """Run every event in (time, sequence) order; fills ``issue`` and ``done`` (client times,
     s) and returns the disk's busy seconds, when it finished its last read and a status
     (DONE, or RING_FULL as :func:`simulate`'s). ``arrive``: per READ the earliest issue time
@@ -1724,7 +1739,7 @@ def simulate_exact(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off,
                        np.empty(ring), np.empty(ring, i64), np.empty(ring, i64),
                        np.empty(ring, i64), np.empty(ring), np.empty(ring, i64),
                        np.empty(ring, i64), np.empty(ring, i64), np.empty(ring, i64), cl,
-                       np.full(2, -1.0))
+                       _wire(reply_s))
 
 
 @njit(nogil=True, _nrt=False)  # cached on disk by the replay, keyed by sources
