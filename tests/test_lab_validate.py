@@ -10,9 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from seqheur.lab.scenarios import LabError
-from seqheur.lab.validate import (DEFAULT_SCENARIOS, LOOP_MBPS, TARGETS, client_span,
-                                  environment_problems, iops_for, loop_profile,
-                                  parse_block_stat, rel_error, report, row, scenario, slots_of,
+from seqheur.lab.validate import (DEFAULT_SCENARIOS, LOOP_MBPS, PROBE_SIZES, TARGETS,
+                                  CostLine, HostCost, client_span, environment_problems,
+                                  iops_for, loop_profile, parse_block_stat, predict,
+                                  probe_scenarios, rel_error, report, row, scenario, slots_of,
                                   stat_delta)
 from seqheur.lab.manifest import ClientLog
 
@@ -88,6 +89,64 @@ def test_loop_profile_and_iops() -> None:
     # byte wait is the larger for every read of 4 KiB or more
     for size in (4096, 8192, 131072, 1 << 20):
         assert size / bps >= 1 / iops_for(bps) - 1e-12
+
+
+def test_cost_line_goes_through_both_probes() -> None:
+    line = CostLine.fit({4096: 50e-6, 131072: 400e-6})
+    for size, seconds in ((4096, 50e-6), (131072, 400e-6)):
+        assert line.time_us(size) == pytest.approx(1e6 * seconds, rel=1e-9)
+    assert line.mbps == pytest.approx(126976 / 350, rel=1e-9)  # bytes per µs = MB/s
+    assert line.per_op_us == {4096: pytest.approx(50.0), 131072: pytest.approx(400.0)}
+    # large operations no slower a byte than small ones: no per-byte cost, the small's time
+    flat = CostLine.fit({4096: 50e-6, 131072: 40e-6})
+    assert flat.mbps == 0 and flat.time_us(1 << 20) == pytest.approx(50.0)
+
+
+def test_host_cost_gives_a_read_alone_the_probes_time() -> None:
+    reply = CostLine.fit({4096: 50e-6, 131072: 400e-6})
+    host = HostCost(reply, alone_us=120.0)
+    # round trip + server CPU + the reply path of a 4 KiB READ = its time alone
+    assert host.rtt_us(20.0) + 20.0 + reply.time_us(PROBE_SIZES[0]) == pytest.approx(120.0)
+    assert HostCost(reply, alone_us=10.0).rtt_us(20.0) == 0.0
+    opts = dict(kv.split("=") for kv in host.spec(20.0).split(":"))
+    assert set(opts) == {"reply_us", "host_mbps", "rtt_us"}
+    assert float(opts["host_mbps"]) == pytest.approx(reply.mbps, rel=1e-5)
+
+
+def test_probe_scenarios_read_the_cached_file_at_the_probe_sizes() -> None:
+    small, large, alone = probe_scenarios()
+    assert [sc.readers[0].size for sc in (small, large, alone)] == [*PROBE_SIZES, PROBE_SIZES[0]]
+    assert slots_of(alone) == 1 and slots_of(small) > 1 and slots_of(large) > 1
+    assert {f.name for sc in (small, large, alone) for f in sc.files} == {
+        f.name for f in scenario("seq-v3").files}
+
+
+def test_loop_profile_from_the_device_probe() -> None:
+    line = CostLine.fit({4096: 30e-6, 1 << 20: 200e-6})
+    p = loop_profile(1 << 30, 20_000_000, iops_for(20_000_000), 250, line)
+    assert p.zone_mbps == (pytest.approx(line.mbps),)
+    assert p.command_overhead_s == pytest.approx(line.fixed_us * 1e-6)
+    assert "dd iflag=direct of the run's loop device" in p.sources["zones"]
+
+
+def test_the_probed_host_slows_the_prediction_above_the_throttle(tmp_path) -> None:
+    """A capture replayed on a fast device: with the host's reply path the model predicts at
+    most what the path allows (replies one at a time), without it far more."""
+    from pathlib import Path
+
+    pcap = Path(__file__).resolve().parent.parent / "traces" / "demo-v3.pcap.gz"
+    if not pcap.exists():
+        pytest.skip("the bundled capture traces/demo-v3.pcap.gz is missing")
+    sc = scenario("demo-v3")
+    profile = loop_profile(1 << 30, 2_000_000_000, iops_for(2_000_000_000), 250)
+    host = HostCost(CostLine.fit({4096: 50e-6, 131072: 400e-6}), alone_us=120.0)
+    fast, _ = predict(pcap, sc, 128, 1280, 256 << 20, profile)
+    slow, settings = predict(pcap, sc, 128, 1280, 256 << 20, profile, host=host)
+    assert "reply_us=" in settings["timing"] and "rtt_us=" in settings["timing"]
+    assert slow["disk_bytes"] == fast["disk_bytes"] and slow["disk_ops"] == fast["disk_ops"]
+    assert slow["mbps"] < fast["mbps"]
+    # every reply holds the path: the clients' bytes cannot come faster than it passes them
+    assert slow["mbps"] <= host.reply.mbps * (1 + 1e-9)
 
 
 def test_validation_scenarios() -> None:

@@ -105,15 +105,20 @@ def run(scenarios: tuple[str, ...], output: Path, timeout: float, keep_work: boo
               help="the loop device's read_ahead_kb")
 @click.option("--timeout", type=float, default=120.0, show_default=True,
               help="seconds the clients of one scenario may run")
+@click.option("--probe/--no-probe", default=True, show_default=True,
+              help="first measure the loop device's cost per read (dd, read-only) and the "
+                   "host's per READ (two runs from the page cache), and give them to the "
+                   "model (the disk profile; the reply path: reply_us, host_mbps)")
 @click.option("--json", "as_json", is_flag=True, help="print the rows as JSON")
 def validate(scenarios: tuple[str, ...], output: Path | None, captures: Path | None, bps: int,
-             ra_kb: int, timeout: float, as_json: bool) -> None:
+             ra_kb: int, timeout: float, probe: bool, as_json: bool) -> None:
     """Measured against predicted: run each SCENARIO (default: the validation set) with the
     export on a throttled loop device, then replay its capture through linux-6, the ideal
     table, a profile of the loop device and closed-loop:preset=lab-loopback with the run's
     throttle; report client throughput, disk bytes, disk requests (and the reads submitted),
     measured and predicted, with relative errors (needs root and the lab packages: make
-    lab-deps; docs/capture-lab.md).
+    lab-deps; docs/capture-lab.md). Probes first measure what a read costs the loop device
+    and what a READ costs the host when no disk read is needed, for the model.
 
     \b
     Example:
@@ -124,7 +129,8 @@ def validate(scenarios: tuple[str, ...], output: Path | None, captures: Path | N
     from ..lab.validate import DEFAULT_SCENARIOS, ValidateOptions, report
     from ..lab.validate import validate as run_validate
 
-    opts = ValidateOptions(bps=bps, read_ahead_kb=ra_kb, timeout=timeout)
+    opts = ValidateOptions(bps=bps, read_ahead_kb=ra_kb, timeout=timeout,
+                           probe=probe)
     rows = run_validate(list(scenarios) or list(DEFAULT_SCENARIOS), opts, captures)
     if output is not None:
         write_json(rows, output)

@@ -61,6 +61,89 @@ def scenario(name: str) -> Scenario:
     return extra[name] if name in extra else get(name)
 
 
+# -- the host probe --------------------------------------------------------------------------
+#
+# Above the throttle (a fast device) what sets a loopback run's pace is the host: client,
+# loopback TCP, ganesha and their copies on the machine's few CPUs. The probe measures it with
+# runs whose READs the server answers from its page cache (no disk read). Two keep enough
+# READs in flight that the host, not a round trip, is the limit: small READs give the cost of
+# a reply, large ones the cost of its bytes. The model takes the two as one reply path
+# (``reply_us`` + bytes at ``host_mbps``, one reply at a time): a host whose CPUs are busy
+# with every reply does not serve two at once faster than one. The third keeps one READ in
+# flight: its time less the reply path and the server's CPU is the round trip (``rtt_us``:
+# the wake-ups and hand-offs between client, kernel and server that only a READ alone pays).
+
+PROBE_SIZES = (4 * 1024, 128 * 1024)  # the validation set's smallest and largest READ
+
+
+def probe_scenarios() -> tuple[Scenario, Scenario, Scenario]:
+    """The host probe's runs over the 16 MiB file of ``seq-v3`` (cached: the probe does not
+    drop its pages): 4000 random 4 KiB READs with 16 in flight, 500 random 128 KiB READs
+    with 8 in flight, 1000 random 4 KiB READs one at a time."""
+    s16 = get("seq-v3").files
+    names = tuple(f.name for f in s16)
+    small, large = PROBE_SIZES
+    return (Scenario("probe-4k-v3", "host probe: 4000 random 4 KiB READs of a cached 16 MiB "
+                     "file, 16 in flight", 3, s16,
+                     (Reader("random", names, small, depth=16, reads=4000, seed=13),),
+                     tags=("validate",)),
+            Scenario("probe-128k-v3", "host probe: 500 random 128 KiB READs of a cached 16 "
+                     "MiB file, 8 in flight", 3, s16,
+                     (Reader("random", names, large, depth=8, reads=500, seed=17),),
+                     tags=("validate",)),
+            Scenario("probe-4k-alone-v3", "host probe: 1000 random 4 KiB READs of a cached 16 "
+                     "MiB file, one at a time", 3, s16,
+                     (Reader("random", names, small, depth=1, reads=1000, seed=19),),
+                     tags=("validate",)))
+
+
+@dataclass(frozen=True)
+class HostCost:
+    """The loopback host as the probe measured it: the reply path (``reply``: per reply and
+    per byte, one reply at a time) and ``alone_us``, the time of a 4 KiB READ alone (one in
+    flight) from the page cache."""
+
+    reply: "CostLine"
+    alone_us: float
+
+    def rtt_us(self, cpu_us: float) -> float:
+        """The round trip that, with the reply path and ``cpu_us`` of server CPU, gives a
+        READ alone the probe's time (at least 0)."""
+        small = PROBE_SIZES[0]
+        return max(0.0, self.alone_us - cpu_us - self.reply.time_us(small))
+
+    def spec(self, cpu_us: float) -> str:
+        """The closed-loop options that give the model this host."""
+        return (f"reply_us={self.reply.fixed_us:.3f}:host_mbps={self.reply.mbps:.3f}:"
+                f"rtt_us={self.rtt_us(cpu_us):.3f}")
+
+
+@dataclass(frozen=True)
+class CostLine:
+    """What one operation of ``bytes`` costs, as measured at two sizes: ``fixed_us`` plus
+    its bytes at ``mbps`` (MB = 10^6 B; 0: no per-byte cost found). ``per_op_us``: the
+    measured microseconds per operation at each size."""
+
+    fixed_us: float
+    mbps: float
+    per_op_us: dict[int, float]
+
+    @classmethod
+    def fit(cls, per_op_s: dict[int, float]) -> "CostLine":
+        """The line through two (bytes, seconds per operation) points; a per-byte cost that
+        comes out zero or negative (the large operations no slower a byte) is none."""
+        (b0, t0), (b1, t1) = sorted(per_op_s.items())
+        measured = {b: 1e6 * t for b, t in per_op_s.items()}
+        slope = (t1 - t0) / (b1 - b0)  # s per byte
+        if slope <= 0:
+            return cls(1e6 * t0, 0.0, measured)
+        return cls(1e6 * (t0 - slope * b0), 1e-6 / slope, measured)
+
+    def time_us(self, nbytes: int) -> float:
+        """The line's microseconds for one operation of ``nbytes``."""
+        return self.fixed_us + (nbytes / self.mbps if self.mbps > 0 else 0.0)
+
+
 # -- pure parts ------------------------------------------------------------------------------
 
 def parse_block_stat(text: str) -> dict[str, int]:
@@ -142,6 +225,19 @@ def report(rows: Sequence[dict[str, Any]]) -> str:
             f"{_pct(r['error_disk_bytes']):>7}  {num(r['measured_disk_ops'], '8d')} "
             f"{num(r['predicted_disk_ops'], '6d')} {_pct(r['error_disk_ops']):>7}  "
             f"{num(r.get('measured_disk_bios'), '9d')} {num(r.get('predicted_disk_bios'), '6d')}")
+    settings = rows[0]["settings"] if rows else {}
+    host = settings.get("host")
+    for line, what in ((settings.get("device"), "loop device probe (direct reads, one at a "
+                        "time)"),
+                       (host and host["reply"], "host probe (READs from the page cache, at "
+                        "saturation)")):
+        if line:
+            sizes = ", ".join(f"{int(size) // 1024} KiB {us:.1f} µs" for size, us in
+                              sorted(line["per_op_us"].items(), key=lambda x: int(x[0])))
+            lines.append(f"{what}: {sizes} -> {line['fixed_us']:.1f} µs + bytes at "
+                         f"{line['mbps']:.0f} MB/s")
+    if host:
+        lines.append(f"host probe, one READ at a time: 4 KiB {host['alone_us']:.1f} µs")
     met = {k: sum(1 for r in rows if r[f"target_{k}_met"]) for k in TARGETS}
     lines.append("targets met: " + ", ".join(
         f"{k} ±{100 * t:.0f}%: {met[k]}/{len(rows)}" for k, t in TARGETS.items()))
@@ -156,25 +252,59 @@ def report(rows: Sequence[dict[str, Any]]) -> str:
 LOOP_MBPS = 1500.0
 
 
-def loop_profile(capacity: int, bps: int, iops: int, hz: int) -> Any:
-    """The loop device behind the run's read throttle as a DiskProfile: :data:`LOOP_MBPS` and
-    nothing else (no positioning, no command overhead, no drive cache: the backing store is
+def loop_profile(capacity: int, bps: int, iops: int, hz: int,
+                 device: CostLine | None = None) -> Any:
+    """The loop device behind the run's read throttle as a DiskProfile: ``device`` (its cost
+    per read as the run measured it: :func:`probe_device`) or :data:`LOOP_MBPS` and no
+    command overhead, and nothing else (no positioning, no drive cache: the backing store is
     tmpfs), with blk-throttle's limits of ``bps`` bytes/s and ``iops`` reads/s in front
     (the kernel's rules, jiffies of 1/``hz`` s: :class:`seqheur.disk.profile.HostThrottle`;
     the closed-loop model holds and merges reads there)."""
     from ..disk.profile import DiskProfile, HostThrottle
 
+    if device is not None and device.mbps > 0:
+        rate, overhead = device.mbps, device.fixed_us * 1e-6
+        source = ("dd iflag=direct of the run's loop device, 4 KiB and 1 MiB reads: "
+                  f"{device.fixed_us:.1f} µs a read + {device.mbps:.0f} MB/s")
+    else:
+        rate, overhead = LOOP_MBPS, 0.0
+        source = "dd iflag=direct of the loop device, 2026-11-26 (LOOP_MBPS)"
     return DiskProfile(
         name=f"loop-tmpfs-throttle-{bps}", kind="modelled",
         description=f"loop device (direct I/O, tmpfs image) behind a blkio read throttle of "
                     f"{bps} B/s and {iops} reads/s",
-        capacity_bytes=capacity, zone_mbps=(LOOP_MBPS,),
+        capacity_bytes=capacity, zone_mbps=(rate,), command_overhead_s=overhead,
         throttle=HostThrottle(read_bps=bps, read_iops=iops, hz=hz),
-        sources={"zones": "dd iflag=direct of the loop device, 2026-11-26 (LOOP_MBPS)",
-                 "positioning": "none: tmpfs backing store",
-                 "command_overhead_s": "none assumed (not calibrated)",
+        sources={"zones": source, "positioning": "none: tmpfs backing store",
+                 "command_overhead_s": source if overhead else "none assumed (not measured)",
                  "throttle": "blkio.throttle.read_bps_device and read_iops_device of the "
                              "run; hz: the kernel's CONFIG_HZ"})
+
+
+# The loop device probe: reads of these sizes, this many bytes each, one at a time.
+DEVICE_PROBE = ((4 * 1024, 32 << 20), (1 << 20, 64 << 20))
+
+
+def probe_device(dev: str, rounds: int = 2) -> CostLine:
+    """The loop device's cost per read, unthrottled: ``dd iflag=direct`` (read-only) of the
+    sizes of :data:`DEVICE_PROBE` from its start, the least time of ``rounds``."""
+    import re
+    import subprocess
+
+    per_op = {}
+    for size, nbytes in DEVICE_PROBE:
+        best = float("inf")
+        for _ in range(rounds):
+            res = subprocess.run(["dd", f"if={dev}", "of=/dev/null", "iflag=direct",
+                                  f"bs={size}", f"count={nbytes // size}"],
+                                 capture_output=True, text=True)
+            m = re.search(r"copied, ([0-9.eE+-]+) s", res.stderr)
+            if res.returncode != 0 or m is None:
+                raise LabError(f"{dev}: dd iflag=direct bs={size} failed: "
+                               f"{res.stderr.strip()[-200:]}")
+            best = min(best, float(m.group(1)))
+        per_op[size] = best / (nbytes // size)
+    return CostLine.fit(per_op)
 
 
 def iops_for(bps: int) -> int:
@@ -197,24 +327,33 @@ class ValidateOptions:
     """``bps``: the read throttle, bytes/s (the iops throttle follows: :func:`iops_for`);
     ``read_ahead_kb``: the loop device's; ``table``: the replay's table model (``ideal``:
     ganesha's VFS backend keeps one open file descriptor per file, so one read-ahead state
-    per file that is never evicted); ``timeout``: seconds per scenario's clients."""
+    per file that is never evicted); ``timeout``: seconds per scenario's clients;
+    ``probe``: measure the loop device's cost per read (:func:`probe_device`) and the host's
+    per READ (:func:`probe_scenarios`) first, and give the model both (:class:`CostLine`)."""
 
     bps: int = 20_000_000
     read_ahead_kb: int = 128
     table: str = "ideal"
     timeout: float = 120.0
+    probe: bool = True
 
 
 def predict(pcap: Path, sc: Scenario, ra_kb: int, io_kb: int, cache: int, profile: Any,
-            table: str = "ideal") -> tuple[dict[str, Any], dict[str, Any]]:
+            table: str = "ideal", host: HostCost | None = None
+            ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Replay a capture as the server's kernel would see it, on ``profile`` (the loop device
-    behind the run's read throttle: :func:`loop_profile`); (figures, settings)."""
+    behind the run's read throttle: :func:`loop_profile`), with the host's reply path when
+    ``host`` is given (:class:`HostCost`); (figures, settings)."""
     from ..replay import replay
 
     detector = f"linux-6:ra_kb={ra_kb},io_kb={io_kb}"
     # the block layer merges up to the queue's max_sectors_kb (the read-ahead's io_kb)
     timing = (f"closed-loop:preset=lab-loopback:slots={slots_of(sc)}:"
               f"max_request={io_kb * 1024}")
+    if host is not None:
+        from ..timing.closed_loop import PRESETS
+
+        timing += ":" + host.spec(float(PRESETS["lab-loopback"]["cpu_us"]))
     r = replay(str(pcap), detector, table, cache=cache, profile=profile, timing=timing,
                per_request=False)
     # the device's field 1 counts requests after merging; field 1 + 2 the reads submitted
@@ -322,7 +461,8 @@ def validate(names: Sequence[str], options: ValidateOptions = ValidateOptions(),
     problems = environment_problems(scenarios)
     if problems:
         raise LabError("lab validate cannot run here: " + "; ".join(problems))
-    specs = {f.name: f for s in scenarios for f in s.files}
+    probes = probe_scenarios() if options.probe else ()
+    specs = {f.name: f for s in (*scenarios, *probes) for f in s.files}
     total = sum(f.size for f in specs.values())
     binaries = build_clients()
     versions = tool_versions()
@@ -344,16 +484,18 @@ def validate(names: Sequence[str], options: ValidateOptions = ValidateOptions(),
             loop.sys("queue/read_ahead_kb").write_text(f"{options.read_ahead_kb}\n")
             ra_kb = int(loop.sys("queue/read_ahead_kb").read_text())
             io_kb = int(loop.sys("queue/max_sectors_kb").read_text())
+            device = probe_device(str(loop.scratch.dev)) if options.probe else None
             profile = loop_profile(int(total * 1.25) + (64 << 20), options.bps, iops,
-                                   kernel_hz())
+                                   kernel_hz(), device)
             cache = max(256 << 20, 2 * total)
-            for sc in scenarios:
-                files = [str(export / f.name) for f in sc.files]
+
+            def run(sc: Scenario, block_stat: dict[str, Any] | None
+                    ) -> tuple[dict[str, Any], int, float, int]:
+                """The manifest, the client bytes and seconds and the READs of one run."""
                 with throttled(loop.majmin(), options.bps, iops):
                     man = run_scenario(sc, out, work, export, digests, binaries, versions,
                                        RunOptions(timeout=options.timeout, keep_work=True),
-                                       block_stat={"stat": str(loop.sys("stat")),
-                                                   "files": files})
+                                       block_stat=block_stat)
                 sdir = work / sc.name
                 if sc.via == "fuse":
                     logs = [mf.parse_client_log(sdir / "bridge.log")]
@@ -362,6 +504,18 @@ def validate(names: Sequence[str], options: ValidateOptions = ValidateOptions(),
                             for i in range(len(sc.readers))]
                 nbytes, seconds = client_span(logs)
                 shutil.rmtree(sdir, ignore_errors=True)
+                return man, nbytes, seconds, sum(len(log.done) for log in logs)
+
+            host = None
+            if probes:  # the export's pages stay cached: no disk read, the host's pace
+                per_read = [seconds / nreads for _, _, seconds, nreads in
+                            (run(sc, None) for sc in probes)]
+                host = HostCost(CostLine.fit(dict(zip(PROBE_SIZES, per_read[:2]))),
+                                1e6 * per_read[2])
+            for sc in scenarios:
+                files = [str(export / f.name) for f in sc.files]
+                man, nbytes, seconds, _ = run(sc, {"stat": str(loop.sys("stat")),
+                                                   "files": files})
                 disk = stat_delta(man["block_device"]["before"], man["block_device"]["after"])
                 measured = {"mbps": nbytes / 1e6 / seconds if seconds > 0 else None,
                             "disk_bytes": disk["disk_bytes"], "disk_ops": disk["disk_ops"],
@@ -370,11 +524,13 @@ def validate(names: Sequence[str], options: ValidateOptions = ValidateOptions(),
                             "disk_merges": disk["merges"],
                             "disk_bios": disk["disk_ops"] + disk["merges"]}
                 predicted, psettings = predict(out / man["pcap"]["file"], sc, ra_kb, io_kb,
-                                               cache, profile, options.table)
+                                               cache, profile, options.table, host)
                 settings = {"device": loop.name, "read_ahead_kb": ra_kb,
                             "max_sectors_kb": io_kb, "throttle_read_bps": options.bps,
                             "throttle_read_iops": iops, "backing": "tmpfs image, direct I/O",
-                            "clients_via": sc.via, **psettings}
+                            "clients_via": sc.via, **psettings,
+                            "device": None if device is None else dataclasses.asdict(device),
+                            "host": None if host is None else dataclasses.asdict(host)}
                 rows.append(row(sc.name, measured, predicted, settings))
     except (KeyboardInterrupt, _Interrupted) as exc:
         raise LabError(f"interrupted ({type(exc).__name__} {exc}); the lab's processes were "
