@@ -98,27 +98,6 @@ def probe_scenarios() -> tuple[Scenario, Scenario, Scenario]:
 
 
 @dataclass(frozen=True)
-class HostCost:
-    """The loopback host as the probe measured it: the reply path (``reply``: per reply and
-    per byte, one reply at a time) and ``alone_us``, the time of a 4 KiB READ alone (one in
-    flight) from the page cache."""
-
-    reply: "CostLine"
-    alone_us: float
-
-    def rtt_us(self, cpu_us: float) -> float:
-        """The round trip that, with the reply path and ``cpu_us`` of server CPU, gives a
-        READ alone the probe's time (at least 0)."""
-        small = PROBE_SIZES[0]
-        return max(0.0, self.alone_us - cpu_us - self.reply.time_us(small))
-
-    def spec(self, cpu_us: float) -> str:
-        """The closed-loop options that give the model this host."""
-        return (f"reply_us={self.reply.fixed_us:.3f}:host_mbps={self.reply.mbps:.3f}:"
-                f"rtt_us={self.rtt_us(cpu_us):.3f}")
-
-
-@dataclass(frozen=True)
 class CostLine:
     """What one operation of ``bytes`` costs, as measured at two sizes: ``fixed_us`` plus
     its bytes at ``mbps`` (MB = 10^6 B; 0: no per-byte cost found). ``per_op_us``: the
@@ -142,6 +121,29 @@ class CostLine:
     def time_us(self, nbytes: int) -> float:
         """The line's microseconds for one operation of ``nbytes``."""
         return self.fixed_us + (nbytes / self.mbps if self.mbps > 0 else 0.0)
+
+
+@dataclass(frozen=True)
+class HostCost:
+    """The loopback host as the probe measured it: the reply path (``reply``: per reply and
+    per byte, one reply at a time) and ``alone_us``, the time of a 4 KiB READ alone (one in
+    flight) from the page cache; ``disk_reads``: what the device read during the probe (0
+    when its READs were all served from the cache, as they should be)."""
+
+    reply: CostLine
+    alone_us: float
+    disk_reads: int = 0
+
+    def rtt_us(self, cpu_us: float) -> float:
+        """The round trip that, with the reply path and ``cpu_us`` of server CPU, gives a
+        READ alone the probe's time (at least 0)."""
+        small = PROBE_SIZES[0]
+        return max(0.0, self.alone_us - cpu_us - self.reply.time_us(small))
+
+    def spec(self, cpu_us: float) -> str:
+        """The closed-loop options that give the model this host."""
+        return (f"reply_us={self.reply.fixed_us:.3f}:host_mbps={self.reply.mbps:.3f}:"
+                f"rtt_us={self.rtt_us(cpu_us):.3f}")
 
 
 # -- pure parts ------------------------------------------------------------------------------
@@ -237,7 +239,8 @@ def report(rows: Sequence[dict[str, Any]]) -> str:
             lines.append(f"{what}: {sizes} -> {line['fixed_us']:.1f} µs + bytes at "
                          f"{line['mbps']:.0f} MB/s")
     if host:
-        lines.append(f"host probe, one READ at a time: 4 KiB {host['alone_us']:.1f} µs")
+        lines.append(f"host probe, one READ at a time: 4 KiB {host['alone_us']:.1f} µs; the "
+                     f"device read {host['disk_reads']} times during the host probe")
     met = {k: sum(1 for r in rows if r[f"target_{k}_met"]) for k in TARGETS}
     lines.append("targets met: " + ", ".join(
         f"{k} ±{100 * t:.0f}%: {met[k]}/{len(rows)}" for k, t in TARGETS.items()))
@@ -507,11 +510,16 @@ def validate(names: Sequence[str], options: ValidateOptions = ValidateOptions(),
                 return man, nbytes, seconds, sum(len(log.done) for log in logs)
 
             host = None
-            if probes:  # the export's pages stay cached: no disk read, the host's pace
-                per_read = [seconds / nreads for _, _, seconds, nreads in
-                            (run(sc, None) for sc in probes)]
+            if probes:  # the export's pages stay cached (none dropped): the host's pace
+                per_read, disk_reads = [], 0
+                for sc in probes:
+                    man, _, seconds, nreads = run(sc, {"stat": str(loop.sys("stat")),
+                                                       "files": []})
+                    per_read.append(seconds / nreads)
+                    disk_reads += stat_delta(man["block_device"]["before"],
+                                             man["block_device"]["after"])["disk_ops"]
                 host = HostCost(CostLine.fit(dict(zip(PROBE_SIZES, per_read[:2]))),
-                                1e6 * per_read[2])
+                                1e6 * per_read[2], disk_reads)
             for sc in scenarios:
                 files = [str(export / f.name) for f in sc.files]
                 man, nbytes, seconds, _ = run(sc, {"stat": str(loop.sys("stat")),
