@@ -12,7 +12,8 @@ from click.testing import CliRunner
 from seqheur.lab.scenarios import LabError
 from seqheur.lab.validate import (DEFAULT_SCENARIOS, LOOP_MBPS, PROBE_SIZES, TARGETS,
                                   CostLine, HostCost, client_span, environment_problems,
-                                  iops_for, loop_profile, parse_block_stat, predict,
+                                  iops_for, loop_profile, median_of_runs, parse_block_stat,
+                                  predict,
                                   probe_scenarios, rel_error, report, row, scenario, slots_of,
                                   stat_delta)
 from seqheur.lab.manifest import ClientLog
@@ -91,6 +92,31 @@ def test_loop_profile_and_iops() -> None:
         assert size / bps >= 1 / iops_for(bps) - 1e-12
 
 
+def test_median_of_runs() -> None:
+    one = ({"mbps": 20.0, "disk_ops": 9}, {"mbps": 21.0, "disk_ops": 9})
+    assert median_of_runs([one]) == one
+    runs = [({"mbps": m, "disk_bytes": 1000, "disk_ops": ops, "client_bytes": 7},
+             {"mbps": p, "disk_bytes": 1000, "disk_ops": 100})
+            for m, ops, p in ((20.0, 100, 30.0), (40.0, 104, 24.0), (25.0, 101, 26.0))]
+    measured, predicted = median_of_runs(runs)
+    assert measured["mbps"] == 25.0 and predicted["mbps"] == 26.0
+    assert measured["disk_ops"] == 101 and isinstance(measured["disk_ops"], int)
+    assert measured["mbps_spread"] == pytest.approx(2.0)
+    assert [r["mbps"] for r in measured["runs"]] == [20.0, 40.0, 25.0]
+    # an even number of runs: integers stay integers (the lower middle), rates are averaged
+    even, _ = median_of_runs(runs[:2])
+    assert even["disk_ops"] == 100 and even["mbps"] == pytest.approx(30.0)
+    r = row("seq-v3", measured, predicted, {
+        "device_probe": {"fixed_us": 30.0, "mbps": 6000.0, "per_op_us": {4096: 31.0}},
+        "host_probe": {"reply": {"fixed_us": 40.0, "mbps": 350.0,
+                                 "per_op_us": {"4096": 52.0, "131072": 414.0}},
+                       "alone_us": 90.0, "disk_reads": 0}})
+    assert r["error_mbps"] == pytest.approx(0.04) and r["measured"]["mbps_spread"] == 2.0
+    text = report([r])
+    assert "spread x2.00" in text and "4 KiB 52.0 µs, 128 KiB 414.0 µs" in text
+    assert "one READ at a time: 4 KiB 90.0 µs" in text and "read 0 times" in text
+
+
 def test_cost_line_goes_through_both_probes() -> None:
     line = CostLine.fit({4096: 50e-6, 131072: 400e-6})
     for size, seconds in ((4096, 50e-6), (131072, 400e-6)):
@@ -166,6 +192,9 @@ def test_cli_is_registered() -> None:
 
     res = CliRunner().invoke(cli, ["lab", "validate", "--help"])
     assert res.exit_code == 0 and "throttled loop device" in res.output
+    assert "--repeat" in res.output and "--no-probe" in res.output
+    bad = CliRunner().invoke(cli, ["lab", "validate", "--repeat", "0"])
+    assert bad.exit_code == 2
 
 
 # -- end to end -------------------------------------------------------------------------------

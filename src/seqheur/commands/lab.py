@@ -109,9 +109,12 @@ def run(scenarios: tuple[str, ...], output: Path, timeout: float, keep_work: boo
               help="first measure the loop device's cost per read (dd, read-only) and the "
                    "host's per READ (two runs from the page cache), and give them to the "
                    "model (the disk profile; the reply path: reply_us, host_mbps)")
+@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
+              help="run every scenario (and probe) this many times and compare the medians "
+                   "(the rows keep each run's figures and the measured throughput's spread)")
 @click.option("--json", "as_json", is_flag=True, help="print the rows as JSON")
 def validate(scenarios: tuple[str, ...], output: Path | None, captures: Path | None, bps: int,
-             ra_kb: int, timeout: float, probe: bool, as_json: bool) -> None:
+             ra_kb: int, timeout: float, probe: bool, repeat: int, as_json: bool) -> None:
     """Measured against predicted: run each SCENARIO (default: the validation set) with the
     export on a throttled loop device, then replay its capture through linux-6, the ideal
     table, a profile of the loop device and closed-loop:preset=lab-loopback with the run's
@@ -130,7 +133,7 @@ def validate(scenarios: tuple[str, ...], output: Path | None, captures: Path | N
     from ..lab.validate import validate as run_validate
 
     opts = ValidateOptions(bps=bps, read_ahead_kb=ra_kb, timeout=timeout,
-                           probe=probe)
+                           probe=probe, repeat=repeat)
     rows = run_validate(list(scenarios) or list(DEFAULT_SCENARIOS), opts, captures)
     if output is not None:
         write_json(rows, output)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import statistics
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,6 +186,31 @@ def client_span(logs: Sequence[Any]) -> tuple[int, float]:
     return nbytes, (max(t for t, _ in done) - min(issued)) / 1e9
 
 
+def median_of_runs(runs: Sequence[tuple[dict[str, Any], dict[str, Any]]]
+                   ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A scenario run several times: (measured, predicted) of each run -> the median of each
+    compared figure on either side (of each run's own capture's prediction), with the
+    measured runs' figures kept under ``runs`` and their throughput's spread (largest over
+    least) under ``mbps_spread``. One run is returned as it is."""
+    if len(runs) == 1:
+        return runs[0]
+    keys = (*TARGETS, *UNTARGETED)
+
+    def med(values: list[Any]) -> Any:
+        if any(v is None for v in values):
+            return None
+        if all(isinstance(v, int) for v in values):
+            return statistics.median_low(values)
+        return statistics.median(values)
+
+    measured = {k: med([m[k] for m, _ in runs]) for k in keys if k in runs[0][0]}
+    predicted = {k: med([p[k] for _, p in runs]) for k in keys if k in runs[0][1]}
+    rates = [m["mbps"] for m, _ in runs if m["mbps"]]
+    measured["runs"] = [dict(m) for m, _ in runs]
+    measured["mbps_spread"] = max(rates) / min(rates) if rates else None
+    return measured, predicted
+
+
 def row(name: str, measured: dict[str, Any], predicted: dict[str, Any],
         settings: dict[str, Any]) -> dict[str, Any]:
     """One report row: measured, predicted, relative errors and whether each target is met
@@ -226,11 +252,13 @@ def report(rows: Sequence[dict[str, Any]]) -> str:
             f"{num(r['predicted_disk_bytes'] and r['predicted_disk_bytes'] / 1e6, '7.2f')} "
             f"{_pct(r['error_disk_bytes']):>7}  {num(r['measured_disk_ops'], '8d')} "
             f"{num(r['predicted_disk_ops'], '6d')} {_pct(r['error_disk_ops']):>7}  "
-            f"{num(r.get('measured_disk_bios'), '9d')} {num(r.get('predicted_disk_bios'), '6d')}")
+            f"{num(r.get('measured_disk_bios'), '9d')} {num(r.get('predicted_disk_bios'), '6d')}"
+            + (f"  runs' MB/s spread x{r['measured']['mbps_spread']:.2f}"
+               if r["measured"].get("mbps_spread") else ""))
     settings = rows[0]["settings"] if rows else {}
-    host = settings.get("host")
-    for line, what in ((settings.get("device"), "loop device probe (direct reads, one at a "
-                        "time)"),
+    host = settings.get("host_probe")
+    for line, what in ((settings.get("device_probe"), "loop device probe (direct reads, one "
+                        "at a time)"),
                        (host and host["reply"], "host probe (READs from the page cache, at "
                         "saturation)")):
         if line:
@@ -332,13 +360,20 @@ class ValidateOptions:
     ganesha's VFS backend keeps one open file descriptor per file, so one read-ahead state
     per file that is never evicted); ``timeout``: seconds per scenario's clients;
     ``probe``: measure the loop device's cost per read (:func:`probe_device`) and the host's
-    per READ (:func:`probe_scenarios`) first, and give the model both (:class:`CostLine`)."""
+    per READ (:func:`probe_scenarios`) first, and give the model both (:class:`CostLine`);
+    ``repeat``: run every scenario (and probe) that many times and compare the medians
+    (:func:`median_of_runs`)."""
 
     bps: int = 20_000_000
     read_ahead_kb: int = 128
     table: str = "ideal"
     timeout: float = 120.0
     probe: bool = True
+    repeat: int = 1
+
+    def __post_init__(self) -> None:
+        if self.repeat < 1:
+            raise LabError(f"repeat must be >= 1, not {self.repeat}")
 
 
 def predict(pcap: Path, sc: Scenario, ra_kb: int, io_kb: int, cache: int, profile: Any,
@@ -492,11 +527,14 @@ def validate(names: Sequence[str], options: ValidateOptions = ValidateOptions(),
                                    kernel_hz(), device)
             cache = max(256 << 20, 2 * total)
 
-            def run(sc: Scenario, block_stat: dict[str, Any] | None
-                    ) -> tuple[dict[str, Any], int, float, int]:
-                """The manifest, the client bytes and seconds and the READs of one run."""
+            def run(sc: Scenario, block_stat: dict[str, Any], rep: int
+                    ) -> tuple[dict[str, Any], Path, int, float, int]:
+                """The manifest, where its capture is, the client bytes and seconds and the
+                READs of one run (the ``rep``-th of the scenario)."""
+                where = out if options.repeat == 1 else out / f"run{rep + 1}"
+                where.mkdir(exist_ok=True)
                 with throttled(loop.majmin(), options.bps, iops):
-                    man = run_scenario(sc, out, work, export, digests, binaries, versions,
+                    man = run_scenario(sc, where, work, export, digests, binaries, versions,
                                        RunOptions(timeout=options.timeout, keep_work=True),
                                        block_stat=block_stat)
                 sdir = work / sc.name
@@ -507,38 +545,50 @@ def validate(names: Sequence[str], options: ValidateOptions = ValidateOptions(),
                             for i in range(len(sc.readers))]
                 nbytes, seconds = client_span(logs)
                 shutil.rmtree(sdir, ignore_errors=True)
-                return man, nbytes, seconds, sum(len(log.done) for log in logs)
+                return (man, where / man["pcap"]["file"], nbytes, seconds,
+                        sum(len(log.done) for log in logs))
+
+            def device_reads(man: dict[str, Any]) -> dict[str, int]:
+                return stat_delta(man["block_device"]["before"], man["block_device"]["after"])
 
             host = None
             if probes:  # the export's pages stay cached (none dropped): the host's pace
                 per_read, disk_reads = [], 0
                 for sc in probes:
-                    man, _, seconds, nreads = run(sc, {"stat": str(loop.sys("stat")),
-                                                       "files": []})
-                    per_read.append(seconds / nreads)
-                    disk_reads += stat_delta(man["block_device"]["before"],
-                                             man["block_device"]["after"])["disk_ops"]
+                    times = []
+                    for rep in range(options.repeat):
+                        man, _, _, seconds, nreads = run(
+                            sc, {"stat": str(loop.sys("stat")), "files": []}, rep)
+                        times.append(seconds / nreads)
+                        disk_reads += device_reads(man)["disk_ops"]
+                    per_read.append(statistics.median(times))
                 host = HostCost(CostLine.fit(dict(zip(PROBE_SIZES, per_read[:2]))),
                                 1e6 * per_read[2], disk_reads)
             for sc in scenarios:
                 files = [str(export / f.name) for f in sc.files]
-                man, nbytes, seconds, _ = run(sc, {"stat": str(loop.sys("stat")),
-                                                   "files": files})
-                disk = stat_delta(man["block_device"]["before"], man["block_device"]["after"])
-                measured = {"mbps": nbytes / 1e6 / seconds if seconds > 0 else None,
-                            "disk_bytes": disk["disk_bytes"], "disk_ops": disk["disk_ops"],
-                            "client_bytes": nbytes, "client_seconds": seconds,
-                            "nfs_reads": man["checks"]["issued_reads"],
-                            "disk_merges": disk["merges"],
-                            "disk_bios": disk["disk_ops"] + disk["merges"]}
-                predicted, psettings = predict(out / man["pcap"]["file"], sc, ra_kb, io_kb,
-                                               cache, profile, options.table, host)
+                runs = []
+                for rep in range(options.repeat):
+                    man, pcap, nbytes, seconds, _ = run(
+                        sc, {"stat": str(loop.sys("stat")), "files": files}, rep)
+                    disk = device_reads(man)
+                    measured = {"mbps": nbytes / 1e6 / seconds if seconds > 0 else None,
+                                "disk_bytes": disk["disk_bytes"],
+                                "disk_ops": disk["disk_ops"], "client_bytes": nbytes,
+                                "client_seconds": seconds,
+                                "nfs_reads": man["checks"]["issued_reads"],
+                                "disk_merges": disk["merges"],
+                                "disk_bios": disk["disk_ops"] + disk["merges"]}
+                    predicted, psettings = predict(pcap, sc, ra_kb, io_kb, cache, profile,
+                                                   options.table, host)
+                    runs.append((measured, predicted))
+                measured, predicted = median_of_runs(runs)
                 settings = {"device": loop.name, "read_ahead_kb": ra_kb,
                             "max_sectors_kb": io_kb, "throttle_read_bps": options.bps,
                             "throttle_read_iops": iops, "backing": "tmpfs image, direct I/O",
-                            "clients_via": sc.via, **psettings,
-                            "device": None if device is None else dataclasses.asdict(device),
-                            "host": None if host is None else dataclasses.asdict(host)}
+                            "clients_via": sc.via, **psettings, "repeat": options.repeat,
+                            "device_probe": (None if device is None
+                                             else dataclasses.asdict(device)),
+                            "host_probe": None if host is None else dataclasses.asdict(host)}
                 rows.append(row(sc.name, measured, predicted, settings))
     except (KeyboardInterrupt, _Interrupted) as exc:
         raise LabError(f"interrupted ({type(exc).__name__} {exc}); the lab's processes were "
