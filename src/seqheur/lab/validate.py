@@ -11,7 +11,10 @@ READ issued to last reply received, from the clients' own logs) and the reads an
 loop device served. Predicted: the captured trace replayed through ``linux-6`` with the
 device's ``read_ahead_kb`` and ``max_sectors_kb``, the ``ideal`` table, an ample cache, a disk
 profile of the unthrottled loop device and ``closed-loop:preset=lab-loopback`` with the
-scenario's slots, the run's throttle and the queue's largest request.
+scenario's slots, the run's throttle and the queue's largest request. Before the scenarios,
+probes measure the loop device's cost per read and the host's per READ (:func:`probe_device`,
+:func:`probe_scenarios`); the disk profile and the model's reply path and round trip come
+from them, so that the prediction holds where the host, not the throttle, sets the pace.
 
 The pure parts (stat deltas, errors, rows, the report) need nothing; the run needs root and
 the lab packages.
