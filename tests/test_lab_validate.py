@@ -126,6 +126,10 @@ def test_cost_line_goes_through_both_probes() -> None:
     # large operations no slower a byte than small ones: no per-byte cost, the small's time
     flat = CostLine.fit({4096: 50e-6, 131072: 40e-6})
     assert flat.mbps == 0 and flat.time_us(1 << 20) == pytest.approx(50.0)
+    # large operations more than proportionally slower: no negative fixed cost (a model
+    # option must be >= 0); the line goes through the large operations' time
+    steep = CostLine.fit({4096: 1e-6, 131072: 400e-6})
+    assert steep.fixed_us == 0 and steep.time_us(131072) == pytest.approx(400.0)
 
 
 def test_host_cost_gives_a_read_alone_the_probes_time() -> None:
@@ -221,5 +225,10 @@ def test_validate_smoke_end_to_end(tmp_path) -> None:
     assert r["predicted_disk_bytes"] == 2 << 20
     assert r["measured_mbps"] > 0 and r["predicted_mbps"] > 0
     assert r["settings"]["read_ahead_kb"] == 128
+    # the probes ran and gave the model its figures; the device is still named by its node
+    assert r["settings"]["device"].startswith("loop")
+    probe = r["settings"]["host_probe"]
+    assert probe["disk_reads"] == 0 and probe["alone_us"] > 0 and probe["reply"]["fixed_us"] >= 0
+    assert r["settings"]["device_probe"]["mbps"] > 0 and "reply_us=" in r["settings"]["timing"]
     assert (tmp_path / "smoke-v3.pcap.gz").exists()
     assert not list(tmp_path.glob(".lab-work-*"))

@@ -114,12 +114,16 @@ class CostLine:
     @classmethod
     def fit(cls, per_op_s: dict[int, float]) -> "CostLine":
         """The line through two (bytes, seconds per operation) points; a per-byte cost that
-        comes out zero or negative (the large operations no slower a byte) is none."""
+        comes out zero or negative (the large operations no slower a byte) is none, and a
+        fixed cost that comes out negative (the large ones more than proportionally slower)
+        is none: the line then goes through the origin and the large operations' time."""
         (b0, t0), (b1, t1) = sorted(per_op_s.items())
         measured = {b: 1e6 * t for b, t in per_op_s.items()}
         slope = (t1 - t0) / (b1 - b0)  # s per byte
         if slope <= 0:
             return cls(1e6 * t0, 0.0, measured)
+        if t0 - slope * b0 < 0:
+            return cls(0.0, 1e-6 * b1 / t1, measured)
         return cls(1e6 * (t0 - slope * b0), 1e-6 / slope, measured)
 
     def time_us(self, nbytes: int) -> float:
