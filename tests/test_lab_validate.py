@@ -156,7 +156,7 @@ def test_loop_profile_from_the_device_probe() -> None:
     p = loop_profile(1 << 30, 20_000_000, iops_for(20_000_000), 250, line)
     assert p.zone_mbps == (pytest.approx(line.mbps),)
     assert p.command_overhead_s == pytest.approx(line.fixed_us * 1e-6)
-    assert "dd iflag=direct of the run's loop device" in p.sources["zones"]
+    assert "O_DIRECT reads of the run's loop device" in p.sources["zones"]
 
 
 def test_the_probed_host_slows_the_prediction_above_the_throttle(tmp_path) -> None:

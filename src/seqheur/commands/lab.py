@@ -106,7 +106,7 @@ def run(scenarios: tuple[str, ...], output: Path, timeout: float, keep_work: boo
 @click.option("--timeout", type=float, default=120.0, show_default=True,
               help="seconds the clients of one scenario may run")
 @click.option("--probe/--no-probe", default=True, show_default=True,
-              help="first measure the loop device's cost per read (dd, read-only) and the "
+              help="first measure the loop device's cost per read (O_DIRECT, read-only) and the "
                    "host's per READ (two runs from the page cache), and give them to the "
                    "model (the disk profile; the reply path: reply_us, host_mbps)")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
