@@ -159,7 +159,7 @@ def test_loop_profile_from_the_device_probe() -> None:
     assert "O_DIRECT reads of the run's loop device" in p.sources["zones"]
 
 
-def test_the_probed_host_slows_the_prediction_above_the_throttle(tmp_path) -> None:
+def test_the_probed_host_slows_the_prediction_above_the_throttle() -> None:
     """A capture replayed on a fast device: with the host's reply path the model predicts at
     most what the path allows (replies one at a time), without it far more."""
     from pathlib import Path

@@ -14,8 +14,8 @@ of them the READ waits for (``sync``; read-ahead is asynchronous). This model ti
   (one slot, one round trip: its RPCs are taken as pipelined).
 * **network** — a request reaches the server ``rtt_us / 2`` after its issue; a reply is on the
   wire for ``reply_us + bytes / min(link_mbps, host_mbps)`` (MB = 10^6 bytes; 0 = no limit),
-  one reply at a time, and reaches the client ``rtt_us / 2`` after it left. Request bytes and headers
-  are not counted.
+  one reply at a time, and reaches the client ``rtt_us / 2`` after it left. Request bytes
+  and headers are not counted.
 * **server** — ``nfsd`` threads take arrived READs in arrival order; a READ costs ``cpu_us``
   per RPC, then its disk reads enter the disk queue. The READ replies when its own demand
   reads are done and no earlier disk read of its bytes is still in flight (a read-ahead that
@@ -1487,8 +1487,8 @@ def _start_disk(d, head, tail, head_addr, cscan, extent_bytes, now, free_at, bus
 
 
 def simulate(arrive, nbytes, rsize, file, offset, op_req, op_sync, op_off, op_len, slots,
-             half_rtt, rate, reply_s, cpu_s, nfiles, cscan, extent_bytes, d, issue, done, run_v, run_k,
-             op_ring):
+             half_rtt, rate, reply_s, cpu_s, nfiles, cscan, extent_bytes, d, issue, done,
+             run_v, run_k, op_ring):
     """The events of a run where no READ waits for an nfsd thread (the caller checks): fills
     ``run_v``, ``run_k`` with the READs' latencies at the client (ms: (done - issue) * 1e3)
     as runs of one value, in the order the replies came, and, unless they are empty,
